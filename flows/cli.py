@@ -11,18 +11,24 @@ import argparse
 import importlib
 import json
 import logging
+import pkgutil
 import sys
 
 from stages.errors import DorylusError
 
-COMMANDS = ("ingest",)
+
+
+def _command_modules() -> list[str]:
+    import flows.commands
+
+    return sorted(m.name for m in pkgutil.iter_modules(flows.commands.__path__))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dorylus", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    for name in _command_modules():
         importlib.import_module(f"flows.commands.{name}").add_parser(sub)
     return parser
 
