@@ -151,8 +151,8 @@ def resolve_artifact(ref: str, store: ArtifactStore | None = None, stage: str | 
         uri = ref if is_s3(ref) else str(Path(ref).absolute())
     else:
         matches = store.find(ref) if ref and "/" not in ref else []
-        if stage:
-            matches = [m for m in matches if read_manifest(m)["stage"] == stage]
+        if stage and len(matches) > 1:  # the same key prefix in several stages
+            matches = [m for m in matches if read_manifest(m)["stage"] == stage] or matches
         if not matches:
             raise DorylusError(
                 f"no artifact {ref!r}: pass an artifact folder, an s3:// URI, or a stage key present in the store {store.uri}"
