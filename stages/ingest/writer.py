@@ -55,7 +55,8 @@ def write_dataset(source: GraphSource, out: Path, options: CleanOptions) -> dict
     labels = _checked_labels(source)
     splits = _checked_splits(source)
 
-    undirected = source.undirected if options.undirected is None else (options.undirected or source.undirected)
+    # an explicit choice wins: --directed keeps an undirected source's edges as listed
+    undirected = source.undirected if options.undirected is None else options.undirected
     edge_stats = _write_edges(source, out / "edges", undirected, options)
     if edge_stats["num_edges"] == 0:
         raise DorylusError(f"{source.name}: the graph has no edges after cleaning; check the edge file")
