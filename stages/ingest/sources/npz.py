@@ -20,6 +20,8 @@ from stages.hashing import sha256_file
 from stages.ingest.schema import GraphSource, splits_from_masks
 
 EDGE_CHUNK = 1 << 22
+HETEROPHILOUS_KEYS = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
+NETTACK_KEYS = tuple(f"{m}_{p}" for m in ("adj", "attr") for p in ("data", "indices", "indptr", "shape")) + ("labels",)
 
 
 def required_files(argument: str, options: dict) -> list[str]:
@@ -38,13 +40,21 @@ def load(argument: str, root: Path | None, options: dict) -> GraphSource:
     name = path.stem
     files = {path.name: sha256_file(path)}
     if "edges" in data and "node_features" in data:
+        _require(path, data, HETEROPHILOUS_KEYS)
         return _heterophilous(name, data, files)
     if "adj_indptr" in data and "attr_indptr" in data:
+        _require(path, data, NETTACK_KEYS)
         return _nettack(name, data, files)
     raise DorylusError(
         f"{path}: unknown npz layout (keys {sorted(data)}); expected the heterophilous layout "
         "(node_features, node_labels, edges, *_masks) or the nettack layout (adj_*, attr_*, labels)"
     )
+
+
+def _require(path: Path, data: dict, keys: tuple[str, ...]) -> None:
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise DorylusError(f"{path}: the archive lacks {', '.join(missing)}; it needs all of {', '.join(keys)}")
 
 
 def _heterophilous(name: str, d: dict, files: dict) -> GraphSource:
@@ -76,9 +86,14 @@ def _heterophilous(name: str, d: dict, files: dict) -> GraphSource:
 
 
 def _csr(d: dict, prefix: str) -> sp.csr_matrix:
-    return sp.csr_matrix(
-        (d[f"{prefix}_data"], d[f"{prefix}_indices"], d[f"{prefix}_indptr"]), shape=tuple(d[f"{prefix}_shape"])
-    )
+    try:
+        m = sp.csr_matrix(
+            (d[f"{prefix}_data"], d[f"{prefix}_indices"], d[f"{prefix}_indptr"]), shape=tuple(d[f"{prefix}_shape"])
+        )
+        m.check_format(full_check=True)  # indices within the shape, indptr consistent
+    except (ValueError, TypeError) as exc:
+        raise DorylusError(f"the {prefix}_* arrays do not form a valid CSR matrix ({exc})") from None
+    return m
 
 
 def _nettack(name: str, d: dict, files: dict) -> GraphSource:
