@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from stages.errors import DorylusError
@@ -80,8 +81,9 @@ def _columns(path: Path, types: dict[str, pa.DataType]) -> list:
     columns = []
     for name in types:
         col = table.column(name)
-        if col.null_count:
-            raise DorylusError(f"{path}: column {name} has {col.null_count} empty values")
+        empty = col.null_count if pa.types.is_integer(col.type) else int(pc.sum(pc.equal(col, "")).as_py() or 0)
+        if empty:
+            raise DorylusError(f"{path}: column {name} has {empty} empty values; the file may be truncated")
         columns.append(col.to_numpy() if pa.types.is_integer(col.type) else col)
     return columns
 

@@ -77,7 +77,7 @@ def _heterophilous(name: str, d: dict, files: dict) -> GraphSource:
         edge_chunks=chunks,
         features=x,
         labels=y,
-        num_classes=int(y.max()) + 1,
+        num_classes=int(y.max()) + 1 if y.size else 0,  # an empty graph is rejected by the writer
         splits=splits,
         split_definition=f"{len(splits)} fixed splits from the source (train_masks/val_masks/test_masks)",
         undirected=True,
@@ -106,7 +106,7 @@ def _nettack(name: str, d: dict, files: dict) -> GraphSource:
         edge_chunks=lambda: iter([(adj.row, adj.col)]),
         features=x,
         labels=y,
-        num_classes=int(y.max()) + 1,
+        num_classes=int(y.max()) + 1 if y.size else 0,  # an empty graph is rejected by the writer
         split_definition="none in source (nettack layout)",
         undirected=True,  # the adjacency is not stored symmetric; GCN work uses it as undirected
         files=files,
