@@ -11,7 +11,8 @@ node-classification benchmark:
   column's one-hot has one entry per distinct value present, and 0 (missing) keeps its own
   entry: "unknown dorm" is itself informative, and dropping it would leave an all-zero
   block that GCN cannot tell from a missing row. The layout (column, offset, values) is
-  recorded in the metadata notes.
+  recorded in the metadata notes. (LINKX's ``label_binarize`` gives a two-valued column
+  a single 0/1 entry; here every column gets one entry per value.)
 
 There is no split in the source.
 """

@@ -79,7 +79,7 @@ def required_files(argument: str, options: dict) -> list[str]:
 
 def load(argument: str, root: Path | None, options: dict) -> GraphSource:
     name = _name(argument)
-    folder = Path(root) if root is not None else Path(".")
+    folder = Path(root)  # never None: NEEDS_ROOT
     raw = {ext: _unpickle(folder / f"ind.{name}.{ext}") for ext in PICKLES}
     test_index = _test_index(folder / f"ind.{name}.test.index")
 

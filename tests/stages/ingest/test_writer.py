@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -87,7 +88,7 @@ def test_parts_cover_disjoint_increasing_source_ranges(tmp_path, monkeypatch):
     for part in parts:
         t = pq.read_table(tmp_path / "out" / part["file"])
         assert t.num_rows == part["rows"]
-        assert (pa.compute.min(t["src"]).as_py(), pa.compute.max(t["src"]).as_py()) == (part["src_min"], part["src_max"])
+        assert (pc.min(t["src"]).as_py(), pc.max(t["src"]).as_py()) == (part["src_min"], part["src_max"])
 
 
 def test_parquet_schema(tmp_path):
