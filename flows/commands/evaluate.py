@@ -24,7 +24,7 @@ def run(args) -> dict:
     from stages.evaluate import evaluate
 
     store = ArtifactStore.open(args.store)
-    train = resolve_artifact(args.train_run, store, stage="train")
+    train = resolve_artifact(args.train_run, store)  # evaluate checks it is a train (or baseline) run
     artifact = evaluate(
         train,
         store=store,

@@ -58,3 +58,20 @@ def test_only_changed_and_forced_stages_rerun_and_the_store_wins(cora_spec, stor
     shutil.rmtree(p1.uri)  # Prefect still remembers it; the store does not
     _, p5 = chain({"parts": 2, "method": "hash", "seed": 0}, [])
     assert not p5.cached and store.has("partition", p1.key)
+
+
+def test_each_stage_publishes_its_key_figures_as_a_prefect_table(cora_spec, store):
+    from prefect import flow
+    from prefect.artifacts import Artifact as PrefectArtifact
+
+    from flows import tasks
+
+    @flow
+    def one():
+        return tasks.run("ingest", cora_spec, {}, store)
+
+    dataset = one()
+    table = PrefectArtifact.get("ingest-figures")
+    assert table is not None and table.type == "table"
+    rows = json.loads(table.data)
+    assert {"figure": "key", "value": dataset.key} in rows and {"figure": "num_nodes", "value": 2708} in rows
