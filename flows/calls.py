@@ -14,9 +14,11 @@ from stages.contract import Artifact
 from stages.errors import DorylusError
 from stages.store import ArtifactStore
 
-ORDER = ("ingest", "partition", "train", "evaluate")
-# the upstream stage each stage reads, under the input name the stage expects
-UPSTREAM = {"ingest": None, "partition": ("dataset", "ingest"), "train": ("partitions", "partition"), "evaluate": ("train", "train")}
+ORDER = ("ingest", "partition", "build", "train", "evaluate")
+# the upstream stage each stage reads, under the input name the stage expects; build reads
+# no artifact (its key is the images' content digests) and runs only when [build] enabled
+UPSTREAM = {"ingest": None, "partition": ("dataset", "ingest"), "build": None, "train": ("partitions", "partition"), "evaluate": ("train", "train")}
+BUILD_OPTIONS = ("push", "require_images", "base_image", "python_version", "repository_prefix")
 
 
 def call_ingest(spec: dict, inputs: dict, store: ArtifactStore, force: bool, scheduler: str | None) -> Artifact:
@@ -39,6 +41,12 @@ def call_partition(spec: dict, inputs: dict, store: ArtifactStore, force: bool, 
 
     kwargs = {k: spec[k] for k in ("seed", "slack", "passes") if k in spec}
     return partition(inputs["dataset"], int(spec.get("parts", 2)), spec.get("method", "fennel"), store=store, scheduler=scheduler, force=force, **kwargs)
+
+
+def call_build(spec: dict, inputs: dict, store: ArtifactStore, force: bool, scheduler: str | None) -> Artifact:
+    from stages.build import build
+
+    return build(store=store, force=force, **{k: spec[k] for k in BUILD_OPTIONS if k in spec})
 
 
 def train_config(spec: dict):
@@ -81,6 +89,7 @@ def call_baseline(spec: dict, inputs: dict, store: ArtifactStore, force: bool, s
 CALLS: dict[str, Callable[..., Artifact]] = {
     "ingest": call_ingest,
     "partition": call_partition,
+    "build": call_build,
     "train": call_train,
     "evaluate": call_evaluate,
     "baseline": call_baseline,  # experiments only: the sampling baseline trainer

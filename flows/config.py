@@ -4,7 +4,8 @@ A run configuration has one table per stage::
 
     [ingest]     source, root, options, undirected, dedupe, self_loops
     [partition]  parts, method, seed, slack, passes
-    [build]      enabled
+    [build]      enabled (default false), push, require_images, base_image, python_version,
+                 repository_prefix
     [train]      the fields of stages.train.config.TrainConfig
     [evaluate]   target_accuracy, target_metric, graph_instance, parameter_instance, pricing
     [run]        scheduler (a Dask scheduler address; not part of any stage key)
@@ -27,7 +28,7 @@ from stages.errors import DorylusError
 SECTIONS = {
     "ingest": {"source", "root", "options", "undirected", "dedupe", "self_loops"},
     "partition": {"parts", "method", "seed", "slack", "passes"},
-    "build": {"enabled"},
+    "build": {"enabled", "push", "require_images", "base_image", "python_version", "repository_prefix"},
     "train": None,  # checked by TrainConfig itself
     "evaluate": {"target_accuracy", "target_metric", "graph_instance", "parameter_instance", "pricing"},
     "run": {"scheduler"},

@@ -1,12 +1,13 @@
-"""The end-to-end flow: ingest -> partition -> train -> evaluate, each stage a cached task.
+"""The end-to-end flow: ingest -> partition -> (build) -> train -> evaluate, each a cached task.
 
 A second identical run reuses every stage (their keys are unchanged); after a change to one
 stage's code or parameters that stage and the ones after it rerun, because a new output
 digest changes every downstream key. ``force`` names stages to rerun regardless. Every run
 writes a lock file (see :mod:`flows.lockfile`).
 
-The build stage (container images) is not in this chain: training on this machine runs the
-Lambda handler in local processes and needs no image.
+The build stage (the graph-server and Lambda images) runs when ``[build] enabled``: training
+here runs the Lambda handler in local processes and needs no image, and without a Docker
+engine the build artifact records that it was skipped and why.
 """
 
 from __future__ import annotations
@@ -34,11 +35,19 @@ def check_force(force) -> list[str]:
     return force
 
 
+def stage_names(config: dict) -> list[str]:
+    """The stages a run of ``config`` goes through, in order."""
+    return [n for n in calls.ORDER if n != "build" or config.get("build", {}).get("enabled", False)]
+
+
 def run_stages(config: dict, store: ArtifactStore, force: list[str], upto: str = "evaluate") -> dict[str, Artifact]:
     """Run the chain up to ``upto`` inside the current flow; returns the artifacts by stage."""
     scheduler = config.get("run", {}).get("scheduler")
     artifacts: dict[str, Artifact] = {}
+    names = stage_names(config)
     for name in calls.ORDER[: calls.ORDER.index(upto) + 1]:
+        if name not in names:
+            continue
         upstream = calls.UPSTREAM[name]
         inputs = {upstream[0]: artifacts[upstream[1]]} if upstream else {}
         with progress.step(name) as outcome:

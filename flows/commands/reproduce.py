@@ -58,7 +58,7 @@ def reproduce_lock(args) -> dict:
     store = args.store or str(state_dir() / "reproductions" / f"{Path(args.target).name.split('.')[0]}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}")
     from flows import pipeline, progress
 
-    with progress.shown(["ingest", "partition", "train", "evaluate"]):
+    with progress.shown(pipeline.stage_names(config)):
         result = pipeline.end_to_end(config, store=store)
     again = read_lock(result["lock_file"])
     report = compare(locked, again)

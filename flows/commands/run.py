@@ -29,5 +29,5 @@ def run(args) -> dict:
     from flows import pipeline, progress
 
     force = pipeline.check_force(args.force)
-    with progress.shown(["ingest", "partition", "train", "evaluate"]):
+    with progress.shown(pipeline.stage_names(config)):
         return pipeline.end_to_end(config, force=force, store=args.store)
