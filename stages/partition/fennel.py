@@ -51,7 +51,8 @@ def fennel_owner(graph: IngestedGraph, work: np.ndarray, parts: int, seed: int, 
     alpha = m * parts ** (gamma - 1) / total**gamma
     cap = max(knobs.slack * total / parts, total / parts + work.max())  # the max term keeps it feasible
     batch = int(np.clip(n // (parts * 64), 1, MAX_BATCH))
-    rng = np.random.default_rng(seed)
+    # one seeded jitter table, reused by every batch: cheaper than fresh draws, same role
+    jitter = np.random.default_rng(seed).random((batch, parts)) * JITTER
 
     owner = np.full(n, -1, dtype=np.int32)
     load = np.zeros(parts, dtype=np.float64)
@@ -65,12 +66,16 @@ def fennel_owner(graph: IngestedGraph, work: np.ndarray, parts: int, seed: int, 
             nbr = owner[dst]
             known = nbr >= 0
             counts = np.bincount((src[known] - a) * parts + nbr[known], minlength=rows * parts).reshape(rows, parts)
-            grown = load[None, :] + w[:, None]
+            grown = load + w[:, None]
             cost = grown * np.sqrt(grown) if gamma == 1.5 else grown**gamma  # sqrt is much cheaper than pow
-            score = counts - alpha * (cost - load**gamma) + rng.random((rows, parts)) * JITTER
+            score = counts - alpha * (cost - load**gamma) + jitter[:rows]
             score[grown > cap] = -np.inf
             choice = np.argmax(score, axis=1).astype(np.int32)
-            _apply_cap(choice, w, load, cap, parts)
+            added = np.bincount(choice, weights=w, minlength=parts)
+            if np.all(load + added <= cap):
+                load += added
+            else:
+                _apply_cap(choice, w, load, cap, parts)
             owner[a:b] = choice
     return owner
 
@@ -98,24 +103,25 @@ def vertex_batches(graph: IngestedGraph, size: int) -> Iterator[tuple[int, int, 
     has all its edges in hand; vertices without out-edges come in their range, edgeless.
     """
     n = graph.num_nodes
-    pend_src = np.zeros(0, dtype=np.int64)
-    pend_dst = np.zeros(0, dtype=np.int64)
+    pend_src = pend_dst = np.zeros(0, dtype=np.int64)
     a = 0
 
     def drain(complete: int):
         nonlocal a, pend_src, pend_dst
-        pos = 0
-        while a < complete:
-            b = min(a + size, complete)
-            hi = pos + int(np.searchsorted(pend_src[pos:], b))
-            yield a, b, pend_src[pos:hi], pend_dst[pos:hi]
-            pos, a = hi, b
-        pend_src, pend_dst = pend_src[pos:], pend_dst[pos:]
+        starts = np.arange(a, complete, size)
+        ends = np.minimum(starts + size, complete)
+        his = np.searchsorted(pend_src, ends.astype(pend_src.dtype))  # one call for the whole chunk
+        lo = 0
+        for start, end, hi in zip(starts.tolist(), ends.tolist(), his.tolist()):
+            yield start, end, pend_src[lo:hi], pend_dst[lo:hi]
+            lo = hi
+        a = max(a, complete)
+        pend_src, pend_dst = pend_src[lo:], pend_dst[lo:]
 
     for src, dst in graph.iter_edges(READ_ROWS):
         if len(src) == 0:
             continue
-        pend_src = np.concatenate([pend_src, src.astype(np.int64)])
-        pend_dst = np.concatenate([pend_dst, dst.astype(np.int64)])
+        pend_src = np.concatenate([pend_src, src]) if len(pend_src) else src
+        pend_dst = np.concatenate([pend_dst, dst]) if len(pend_dst) else dst
         yield from drain(int(pend_src[-1]))
     yield from drain(n)
