@@ -1,0 +1,479 @@
+"""GraphServer: one partition's Gather and Scatter, forward and backward, and its pipeline.
+
+The server cuts its local vertices into ``VertexInterval``s. Each interval runs in its own
+thread through the epoch's task sequence::
+
+    forward   GA(l) -> AV(l) -> SC(l+1) ... -> fused last layer (AV + loss + backward AV)
+    backward  SC_b(l) -> GA_b(l) -> AV_b(l-1) ... -> AV_b(0)
+
+so several intervals are in flight at different tasks at once (pipelining, in every mode).
+Graph tasks (GA, SC) run here; tensor tasks go to the ``Invoker`` of the backend.
+
+Staleness: in ``sync`` mode a Gather waits for every Scatter of its layer and epoch, here
+and on all peers (the barrier after each scatter). With a bound S an interval starts epoch
+e only while e <= (the slowest interval's epoch) + S, and its Gathers read whatever
+ghost values have arrived. The first epoch is always synchronous (ghost buffers are empty
+before it). The layer-0 Gather of the constant features runs once.
+
+Buffers (rows: local vertices, then ghosts): ``H[l]`` the input activations of layer l
+(``H[0]`` the features), ``A[l]`` the gathered inputs of local vertices, ``dA[l]`` their
+gradients (rows: local vertices, then out-ghosts). With dropout, activations carry two
+streams side by side, the training one (with dropout) and the evaluation one (without),
+so one Gather serves both and accuracies are measured without dropout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+import zmq
+
+from stages.partition.layout import PartitionSet
+from stages.train import protocol as P
+from stages.train.backends import CpuInvoker, LocalInvoker
+from stages.train.parameter_server import PSClient
+
+log = logging.getLogger("dorylus.train.gs")
+TASKS = ("GA", "AV", "SC", "AE", "GA_b", "AV_b", "SC_b", "AE_b", "WU")
+
+
+def _csr_rows(indptr, indices, weights, a: int, b: int, ncols: int) -> torch.Tensor:
+    """Rows [a, b) of a CSR as a torch sparse CSR tensor (SpMM runs multi-threaded)."""
+    lo, hi = int(indptr[a]), int(indptr[b])
+    crow = np.asarray(indptr[a : b + 1], dtype=np.int64) - lo
+    col = np.asarray(indices[lo:hi])
+    idx_type = np.int32 if hi - lo < 2**31 and ncols < 2**31 else np.int64
+    return torch.sparse_csr_tensor(
+        torch.from_numpy(crow.astype(idx_type)),
+        torch.from_numpy(col.astype(idx_type, copy=False)),
+        torch.from_numpy(np.asarray(weights[lo:hi], dtype=np.float32)),
+        size=(b - a, ncols),
+    )
+
+
+class VertexInterval:
+    """A contiguous range of local vertices and what its Gathers and Scatters need."""
+
+    def __init__(self, index: int, uid: int, a: int, b: int):
+        self.index, self.uid, self.a, self.b = index, uid, a, b
+        self.adj_in: torch.Tensor | None = None  # rows of Â (columns: local, then ghosts)
+        self.adj_out: torch.Tensor | None = None  # rows of Â^T (columns: local, then out-ghosts)
+        self.send_fwd: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # peer -> (positions in its list, local rows)
+        self.send_bwd: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+class EpochStats:
+    def __init__(self):
+        self.task_time = defaultdict(float)
+        self.task_count = defaultdict(int)
+        self.bytes_ss = 0
+        self.bytes_sw = 0
+        self.stalls = 0
+        self.stall_time = 0.0
+        self.loss_sum = 0.0
+        self.correct = [0, 0, 0]
+        self.done = 0
+
+    def report(self) -> dict:
+        return {"task_time": dict(self.task_time), "task_count": dict(self.task_count), "bytes_ss": self.bytes_ss,
+                "bytes_sw": self.bytes_sw, "stalls": self.stalls, "stall_time": self.stall_time,
+                "loss_sum": self.loss_sum, "correct": self.correct}
+
+
+class GraphServer:
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.index = int(spec["index"])
+        self.key = bytes.fromhex(spec["key"])
+        self.cfg = spec["config"]
+        self.model = spec["model"]
+        self.host = spec.get("host", "127.0.0.1")
+
+    # --- set-up ----------------------------------------------------------------------------
+    def start(self) -> str:
+        """Load the partition, build the intervals, bind the data plane; returns its address."""
+        if self.spec.get("torch_threads"):
+            torch.set_num_threads(int(self.spec["torch_threads"]))
+        part = PartitionSet(self.spec["partitions"]).part(self.index)
+        self.part = part
+        self.n, self.g, self.h = part.num_local, part.num_ghosts, part.num_out_ghosts
+        self.vertices = np.asarray(part.vertices, dtype=np.int64)
+        self.labels = np.asarray(part.labels, dtype=np.int32)
+        self.split = np.asarray(part.splits[self.cfg["split"]], dtype=np.int8)
+        sizes, streams = self.model["sizes"], self.model["streams"]
+        self.L = len(sizes) - 1
+        feats = np.array(part.features, dtype=np.float32)
+        if self.model.get("normalize_features", True):
+            sums = feats.sum(1, keepdims=True)
+            np.divide(feats, sums, out=feats, where=sums != 0)
+        self.H = [np.zeros((self.n + self.g, sizes[0]), dtype=np.float32)]
+        self.H[0][: self.n] = feats
+        self.H += [np.zeros((self.n + self.g, sizes[l] * streams), np.float32) for l in range(1, self.L)]
+        self.A = [np.zeros((self.n, sizes[0]), np.float32)]
+        self.A += [np.zeros((self.n, sizes[l] * streams), np.float32) for l in range(1, self.L)]
+        self.dA = [None] + [np.zeros((self.n + self.h, sizes[l]), np.float32) for l in range(1, self.L)]
+        self.preds: dict[int, np.ndarray] = {}
+
+        counts = self.spec["intervals_per_part"]
+        k = counts[self.index]
+        bounds = np.linspace(0, self.n, k + 1).astype(np.int64)
+        offset = sum(counts[: self.index])
+        self.intervals = [VertexInterval(i, offset + i, int(bounds[i]), int(bounds[i + 1])) for i in range(k)]
+        peers = [j for j in range(self.spec["num_parts"]) if j != self.index]
+        self.recv_fwd = {j: np.asarray(part.recv_fwd(j), dtype=np.int64) for j in peers}
+        self.recv_bwd = {j: np.asarray(part.recv_bwd(j), dtype=np.int64) for j in peers}
+        send_fwd = {j: np.asarray(part.send_fwd(j), dtype=np.int64) for j in peers}
+        send_bwd = {j: np.asarray(part.send_bwd(j), dtype=np.int64) for j in peers}
+        for iv in self.intervals:
+            iv.adj_in = _csr_rows(part.in_indptr, part.in_indices, part.in_weights, iv.a, iv.b, self.n + self.g)
+            iv.adj_out = _csr_rows(part.out_indptr, part.out_indices, part.out_weights, iv.a, iv.b, self.n + self.h)
+            for j in peers:
+                for lists, out in ((send_fwd, iv.send_fwd), (send_bwd, iv.send_bwd)):
+                    if len(lists[j]):
+                        pos = np.nonzero((lists[j] >= iv.a) & (lists[j] < iv.b))[0]
+                        out[j] = (pos.astype(np.int32), lists[j][pos])
+        # messages a sync Gather waits for: one per peer interval, from every peer that sends
+        self.expect_fwd = sum(counts[j] for j in peers if len(self.recv_fwd[j]))
+        self.expect_bwd = sum(counts[j] for j in peers if len(self.recv_bwd[j]))
+        self.sent_fwd_peers = [j for j in peers if len(send_fwd[j])]
+        self.sent_bwd_peers = [j for j in peers if len(send_bwd[j])]
+
+        self.cond = threading.Condition()
+        self.fwd_local, self.fwd_ghost = defaultdict(int), defaultdict(int)
+        self.bwd_local, self.bwd_ghost = defaultdict(int), defaultdict(int)
+        self.stats: dict[int, EpochStats] = defaultdict(EpochStats)
+        self.min_done = 0
+        self.stop_after: int | None = None
+        self.force_sync = False
+        self.keep: set[int] = set()
+        self.errors: list[str] = []
+        self.dropped = 0
+        self._stop = threading.Event()
+        self._local = threading.local()
+        self.cpu_slot = threading.Semaphore(int(self.cfg["graph_threads"]))
+
+        self.ctx = zmq.Context.instance()
+        self.sock = self.ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        port = self.sock.bind_to_random_port(f"tcp://{self.host}")
+        self.address = f"tcp://{self.host}:{port}"
+        self.wake_addr = f"inproc://gs-wake-{id(self)}"
+        self.wake_sock = self.ctx.socket(zmq.PULL)
+        self.wake_sock.bind(self.wake_addr)
+        if self.cfg["backend"] == "local":
+            self.invoker = LocalInvoker(self, self.cfg["num_workers"], self.cfg["relaunch_ratio"], self.cfg["relaunch_min_s"])
+        else:
+            self.invoker = CpuInvoker(self)
+        self.io = threading.Thread(target=self._serve, name=f"gs{self.index}-io", daemon=True)
+        self.io.start()
+        self.invoker.start()
+        return self.address
+
+    def run(self, peers: list[str], parameter_servers: list[str], coordinator: str) -> None:
+        """Exchange the features of boundary vertices, then start every interval's thread."""
+        self.peer_addresses, self.ps_addresses, self.coordinator = peers, parameter_servers, coordinator
+        self.threads = [threading.Thread(target=self._interval_main, args=(iv,), name=f"gs{self.index}-iv{iv.index}", daemon=True)
+                        for iv in self.intervals]
+        for t in self.threads:
+            t.start()
+
+    # --- small helpers -----------------------------------------------------------------------
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def _peer_sock(self, j: int):
+        socks = self._local.__dict__.setdefault("peers", {})
+        if j not in socks:
+            s = self.ctx.socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 1000)
+            s.connect(self.peer_addresses[j])
+            socks[j] = s
+        return socks[j]
+
+    def _coord_sock(self):
+        if not hasattr(self._local, "coord"):
+            s = self.ctx.socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 1000)
+            s.connect(self.coordinator)
+            self._local.coord = s
+        return self._local.coord
+
+    def ps_client(self) -> PSClient:
+        if not hasattr(self._local, "ps"):
+            self._local.ps = PSClient(self.ps_addresses, self.key, self.ctx, should_stop=self.stopping)
+        return self._local.ps
+
+    def wake(self) -> None:
+        if not hasattr(self._local, "wake"):
+            s = self.ctx.socket(zmq.PUSH)
+            s.connect(self.wake_addr)
+            self._local.wake = s
+        self._local.wake.send(b"")
+
+    @contextmanager
+    def _task(self, name: str, epoch: int):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self.cond:
+                st = self.stats[epoch]
+                st.task_time[name] += time.perf_counter() - t0
+                st.task_count[name] += 1
+
+    def _wait(self, ready) -> bool:
+        """Block until ``ready()`` (checked under the lock) or stop; returns False on stop."""
+        with self.cond:
+            while not ready():
+                if self._stop.is_set():
+                    return False
+                self.cond.wait(0.5)
+        return not self._stop.is_set()
+
+    # --- the data plane ------------------------------------------------------------------------
+    def _serve(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        poller.register(self.wake_sock, zmq.POLLIN)
+        send = lambda identity, msg: P.send(self.sock, self.key, msg, [identity])
+        while not self._stop.is_set():
+            events = dict(poller.poll(200))
+            if self.wake_sock in events:
+                while self.wake_sock.poll(0):
+                    self.wake_sock.recv()
+            if self.sock in events:
+                for _ in range(64):  # drain a burst before dispatching
+                    if not self.sock.poll(0):
+                        break
+                    route, msg = P.recv(self.sock, self.key, routed=True)
+                    if msg is None:
+                        self.dropped += 1
+                        continue
+                    try:
+                        self._handle(route[0].bytes, msg, send)
+                    except Exception:
+                        log.exception("graph server %d: bad message of kind %s dropped", self.index, msg.kind)
+            if isinstance(self.invoker, LocalInvoker):
+                self.invoker.dispatch(send)
+        self.sock.close(0)
+        self.wake_sock.close(0)
+
+    def _handle(self, identity: bytes, msg: P.Message, send) -> None:
+        if msg.kind in (P.GHOST_FWD, P.GHOST_BWD):
+            fwd = msg.kind == P.GHOST_FWD
+            j, l = msg.part, msg.layer
+            positions = (self.recv_fwd if fwd else self.recv_bwd)[j][msg.arrays[0]]
+            target = self.H[l] if fwd else self.dA[l]
+            target[self.n + positions] = msg.arrays[1]
+            with self.cond:
+                (self.fwd_ghost if fwd else self.bwd_ghost)[(l, msg.epoch)] += 1
+                self.cond.notify_all()
+        elif msg.kind == P.CONTROL:
+            with self.cond:
+                self.min_done = max(self.min_done, int(msg.info.get("min_done", 0)))
+                if msg.info.get("stop_after") is not None:
+                    self.stop_after = int(msg.info["stop_after"])
+                self.force_sync = self.force_sync or bool(msg.info.get("sync"))
+                self.keep = set(msg.info.get("keep", []))
+                for e in [e for e in self.preds if e < self.min_done and e not in self.keep]:
+                    del self.preds[e]
+                self.cond.notify_all()
+        elif msg.kind == P.READY:
+            self.invoker.worker_ready(identity)
+        elif msg.kind == P.FETCH:
+            inputs = self.invoker.inputs(msg.a)
+            if inputs is not None:
+                send(identity, P.Message(P.REPLY, a=msg.a, arrays=inputs))
+        elif msg.kind == P.RESULT:
+            self.invoker.complete(msg.a, msg.info, msg.arrays)
+            send(identity, P.Message(P.ACK, a=msg.a))
+        else:
+            log.warning("graph server %d: unexpected message kind %s", self.index, msg.kind)
+
+    def _scatter(self, kind: int, iv: VertexInterval, layer: int, epoch: int, rows_of) -> int:
+        """Send the interval's boundary rows of a layer to the peers that hold them as ghosts."""
+        sent = 0
+        lists = iv.send_fwd if kind == P.GHOST_FWD else iv.send_bwd
+        for j in self.sent_fwd_peers if kind == P.GHOST_FWD else self.sent_bwd_peers:
+            pos, rows = lists.get(j, (np.zeros(0, np.int32), np.zeros(0, np.int64)))
+            msg = P.Message(kind, epoch=epoch, layer=layer, part=self.index, arrays=[pos, rows_of(rows)])
+            sent += P.send(self._peer_sock(j), self.key, msg)  # even if empty: a sync Gather counts it
+        return sent
+
+    # --- the pipeline --------------------------------------------------------------------------
+    def _sync(self, epoch: int) -> bool:
+        return self.cfg["staleness_bound"] is None or epoch == 1 or self.force_sync
+
+    def _interval_main(self, iv: VertexInterval) -> None:
+        try:
+            if iv.index == 0:
+                self._layer0_gather_all()
+            if not self._wait(lambda: self.layer0_ready):
+                return
+            epoch = 1
+            while self._gate(iv, epoch):
+                self._forward_backward(iv, epoch)
+                self._interval_done(epoch)
+                epoch += 1
+        except _Stopped:
+            return
+        except Exception as exc:  # report, so the run fails instead of hanging
+            log.exception("graph server %d interval %d failed", self.index, iv.index)
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            self._send_progress({"error": self.errors[-1]}, 0)
+
+    layer0_ready = False
+
+    def _layer0_gather_all(self) -> None:
+        """A^0 = Â X for all local vertices, once: the features never change."""
+        t0 = time.perf_counter()
+        sent = sum(self._scatter(P.GHOST_FWD, iv, 0, 0, lambda r: self.H[0][r]) for iv in self.intervals)
+        ok = self._wait(lambda: self.fwd_ghost[(0, 0)] >= self.expect_fwd)
+        if not ok:
+            return
+        t1 = time.perf_counter()
+        x = torch.from_numpy(self.H[0])
+        for iv in self.intervals:
+            self.A[0][iv.a : iv.b] = (iv.adj_in @ x).numpy()
+        with self.cond:
+            st = self.stats[1]
+            st.task_time["SC"] += t1 - t0
+            st.task_time["GA"] += time.perf_counter() - t1
+            st.task_count["GA"] += len(self.intervals)
+            st.task_count["SC"] += len(self.intervals)
+            st.bytes_ss += sent
+            self.layer0_ready = True
+            self.cond.notify_all()
+
+    def _gate(self, iv: VertexInterval, epoch: int) -> bool:
+        """May this interval start ``epoch``? Waits while the staleness bound forbids it."""
+        with self.cond:
+            if epoch > self.cfg["epochs"] or (self.stop_after is not None and epoch > self.stop_after):
+                return False
+            bound = 0 if self.cfg["staleness_bound"] is None or self.force_sync else self.cfg["staleness_bound"]
+            t0, stalled = time.perf_counter(), False
+            while epoch > self.min_done + 1 + bound:
+                if self._stop.is_set() or (self.stop_after is not None and epoch > self.stop_after):
+                    return False
+                stalled = True
+                self.cond.wait(0.5)
+                bound = 0 if self.cfg["staleness_bound"] is None or self.force_sync else self.cfg["staleness_bound"]
+            if stalled and self.cfg["staleness_bound"] is not None:
+                self.stats[epoch].stalls += 1
+                self.stats[epoch].stall_time += time.perf_counter() - t0
+        return not self._stop.is_set()
+
+    def _event(self, kind: str, iv: VertexInterval, layer: int, epoch: int, version: int) -> dict:
+        return {
+            "type": kind, "epoch": epoch, "layer": layer, "interval": iv.index, "part": self.index, "uid": iv.uid,
+            "version": version, "graph_server": self.address, "parameter_servers": self.ps_addresses,
+            "model": self.model, "latency_ms": self.cfg["latency_ms"], "bandwidth_mbps": self.cfg["bandwidth_mbps"],
+            "faults": self.cfg["faults"],
+        }
+
+    def _tensor(self, kind: str, iv: VertexInterval, layer: int, epoch: int, version: int, inputs):
+        result = self.invoker.invoke(self._event(kind, iv, layer, epoch, version), inputs)
+        if result is None or result[0].get("aborted"):
+            raise _Stopped()
+        info, arrays = result
+        with self.cond:
+            st = self.stats[epoch]
+            st.task_time[kind if kind != "FUSED" else "AV"] += info.get("duration", 0.0)
+            st.task_count[kind if kind != "FUSED" else "AV"] += 1
+            st.bytes_sw += int(info.get("bytes", 0))
+        return info, arrays
+
+    def _forward_backward(self, iv: VertexInterval, epoch: int) -> None:
+        a, b, L = iv.a, iv.b, self.L
+        sync = self._sync(epoch)
+        gids = self.vertices[a:b]
+        versions = {}
+        for l in range(L):
+            if l > 0:
+                if sync and not self._wait(lambda: self.fwd_local[(l, epoch)] >= len(self.intervals)
+                                           and self.fwd_ghost[(l, epoch)] >= self.expect_fwd):
+                    raise _Stopped()
+                with self._task("GA", epoch), self.cpu_slot:
+                    self.A[l][a:b] = (iv.adj_in @ torch.from_numpy(self.H[l])).numpy()
+            version = (epoch - 1) if sync and self.cfg["staleness_bound"] is None else -1
+            if l < L - 1:
+                info, (h,) = self._tensor("AV", iv, l, epoch, version, [self.A[l][a:b], gids])
+                versions[l] = info["version"]
+                with self._task("SC", epoch):
+                    self.H[l + 1][a:b] = h
+                    sent = self._scatter(P.GHOST_FWD, iv, l + 1, epoch, lambda r: self.H[l + 1][r])
+                with self.cond:
+                    self.stats[epoch].bytes_ss += sent
+                    self.fwd_local[(l + 1, epoch)] += 1
+                    self.cond.notify_all()
+            else:
+                info, (da, pred) = self._tensor("FUSED", iv, l, epoch, version,
+                                                [self.A[l][a:b], gids, self.labels[a:b], self.split[a:b]])
+                with self.cond:
+                    st = self.stats[epoch]
+                    st.loss_sum += info["loss_sum"]
+                    st.correct = [x + y for x, y in zip(st.correct, info["correct"])]
+                    self.preds.setdefault(epoch, np.full(self.n, -1, np.int32))[a:b] = pred
+                if L > 1:
+                    self.dA[l][a:b] = da
+        for l in range(L - 1, 0, -1):
+            with self._task("SC_b", epoch):
+                sent = self._scatter(P.GHOST_BWD, iv, l, epoch, lambda r: self.dA[l][r])
+            with self.cond:
+                self.stats[epoch].bytes_ss += sent
+                self.bwd_local[(l, epoch)] += 1
+                self.cond.notify_all()
+            if sync and not self._wait(lambda: self.bwd_local[(l, epoch)] >= len(self.intervals)
+                                       and self.bwd_ghost[(l, epoch)] >= self.expect_bwd):
+                raise _Stopped()
+            with self._task("GA_b", epoch), self.cpu_slot:
+                dh = (iv.adj_out @ torch.from_numpy(self.dA[l])).numpy()
+            info, arrays = self._tensor("AV_b", iv, l - 1, epoch, versions[l - 1],
+                                        [self.A[l - 1][a:b], dh, gids])
+            if l - 1 > 0:
+                self.dA[l - 1][a:b] = arrays[0]
+
+    def _interval_done(self, epoch: int) -> None:
+        with self.cond:
+            st = self.stats[epoch]
+            st.done += 1
+            if st.done < len(self.intervals):
+                return
+            report = st.report()
+            del self.stats[epoch]
+            for d in (self.fwd_local, self.fwd_ghost, self.bwd_local, self.bwd_ghost):
+                for key in [k for k in d if k[1] < epoch - 1]:
+                    del d[key]
+        self._send_progress(report, epoch)
+
+    def _send_progress(self, info: dict, epoch: int) -> None:
+        P.send(self._coord_sock(), self.key, P.Message(P.PROGRESS, epoch=epoch, part=self.index, info=info))
+
+    # --- results ----------------------------------------------------------------------------------
+    def predictions(self, epochs: list[int]) -> dict:
+        with self.cond:
+            return {"vertices": self.vertices, "labels": self.labels, "split": self.split,
+                    **{f"pred_{e}": self.preds.get(e, np.full(self.n, -1, np.int32)) for e in epochs}}
+
+    def status(self) -> dict:
+        return {"errors": list(self.errors), "dropped": self.dropped,
+                "relaunched": getattr(self.invoker, "relaunched", 0), "duplicates": getattr(self.invoker, "duplicates", 0)}
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self.cond:
+            self.cond.notify_all()
+        for t in getattr(self, "threads", []):
+            t.join(timeout=10)
+        self.invoker.stop()
+        self.io.join(timeout=10)
+
+
+class _Stopped(Exception):
+    """The run is stopping: an interval leaves its epoch."""

@@ -1,0 +1,97 @@
+"""Plain full-graph PyTorch models: what a trained ``weights.pt`` loads into, and the
+reference the distributed pipeline is tested against.
+
+    import torch
+    from stages.train.reference import ReferenceGCN, normalized_adjacency
+    model = ReferenceGCN([1433, 16, 7], activation="relu")
+    model.load_state_dict(torch.load("weights.pt", weights_only=True))
+    logits = model(normalized_adjacency(src, dst, num_nodes), features)
+
+``weights.<l>`` is layer l's weight of shape (in, out); the models have no bias, like the
+GCN paper's. GAT adds ``att_src.<l>`` and ``att_dst.<l>`` of shape (heads, out).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from stages.train import kernels
+
+
+def glorot(fan_in: int, fan_out: int, gen: torch.Generator, shape=None) -> torch.Tensor:
+    bound = (6.0 / (fan_in + fan_out)) ** 0.5
+    return (torch.rand(shape or (fan_in, fan_out), generator=gen, dtype=torch.float32) * 2 - 1) * bound
+
+
+def init_gcn_weights(sizes: list[int], seed: int) -> dict[str, torch.Tensor]:
+    """Glorot-uniform initial weights; the same for the pipeline and the reference."""
+    gen = torch.Generator().manual_seed(seed)
+    return {f"weights.{l}": glorot(sizes[l], sizes[l + 1], gen) for l in range(len(sizes) - 1)}
+
+
+def normalized_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> torch.Tensor:
+    """Â = D^-1/2 (A+I) D^-1/2 as a sparse CSR (rows = destinations) with in-degrees,
+    the same normalization the partition stage writes."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    deg = np.bincount(dst, minlength=num_nodes).astype(np.float64) + 1.0
+    loops = np.arange(num_nodes)
+    rows = np.concatenate([dst, loops])
+    cols = np.concatenate([src, loops])
+    vals = np.concatenate([1.0 / np.sqrt(deg[src] * deg[dst]), 1.0 / deg]).astype(np.float32)
+    order = np.lexsort((cols, rows))
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=num_nodes), out=indptr[1:])
+    return torch.sparse_csr_tensor(
+        torch.from_numpy(indptr), torch.from_numpy(cols), torch.from_numpy(vals), size=(num_nodes, num_nodes)
+    )
+
+
+class ReferenceGCN(nn.Module):
+    """H^{l+1} = act(drop(Â H^l) W^l); the last layer gives logits."""
+
+    def __init__(self, sizes: list[int], activation: str = "relu", dropout: float = 0.0, seed: int = 0):
+        super().__init__()
+        self.sizes, self.activation, self.dropout, self.seed = list(sizes), activation, dropout, seed
+        init = init_gcn_weights(self.sizes, seed)
+        self.weights = nn.ParameterList([nn.Parameter(init[f"weights.{l}"]) for l in range(len(sizes) - 1)])
+
+    def forward(self, adj: torch.Tensor, x: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
+        """Logits; with ``epoch`` (1-based) the training forward with that epoch's dropout masks."""
+        ids = np.arange(x.shape[0])
+        h = x
+        for l, w in enumerate(self.weights):
+            a = adj @ h
+            if epoch is not None:
+                mask = kernels.dropout_mask(self.seed, epoch, l, ids, a.shape[1], self.dropout)
+                if mask is not None:
+                    a = a * mask
+            h = a @ w
+            if l < len(self.weights) - 1:
+                h = kernels.activate(self.activation, h)
+        return h
+
+
+def train_reference(model: nn.Module, adj, x, labels, split, *, epochs: int, lr: float, weight_decay: float, eps: float = 1e-8):
+    """Full-graph training with Adam; per epoch the training loss (with dropout) and the
+    accuracies of the weights that entered the epoch (no dropout), as the pipeline reports."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, eps=eps)
+    labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    split = np.asarray(split)
+    train = torch.from_numpy(split == 1)
+    history = []
+    for epoch in range(1, epochs + 1):
+        with torch.no_grad():
+            pred = model(adj, x).argmax(1)
+        acc = {name: float((pred[torch.from_numpy(split == code)] == labels[torch.from_numpy(split == code)]).float().mean())
+               for name, code in (("train_acc", 1), ("val_acc", 2), ("test_acc", 3))}
+        opt.zero_grad()
+        logits = model(adj, x, epoch=epoch)
+        loss = nn.functional.cross_entropy(logits[train], labels[train])
+        loss.backward()
+        opt.step()
+        history.append({"epoch": epoch, "loss": float(loss), **acc})
+    return history

@@ -1,0 +1,209 @@
+"""The TensorWorker: ``handler(event, context)``, the Lambda entry point.
+
+A tensor task (AV, the fused last layer, or a backward AV for one vertex interval) is
+stateless: the handler fetches its inputs from the graph server named in the event, reads
+the weights from the parameter servers, computes, pushes the weight gradient to the
+parameter server and sends its result rows back to the graph server, all over the
+authenticated data plane. The ``local`` backend runs this same handler in a pool of
+separate processes (``python -m stages.train.worker``), with the same event AWS Lambda
+would get; the ``cpu`` backend runs ``run_task`` in the graph server's own threads.
+
+The data-plane key comes from the environment (``DORYLUS_DATA_KEY``), never the event.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+import zmq
+
+from stages.train import kernels
+from stages.train import protocol as P
+from stages.train.parameter_server import PSClient
+
+log = logging.getLogger("dorylus.train.worker")
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+KEY_ENV = "DORYLUS_DATA_KEY"
+FETCH_TIMEOUT_S = 60.0
+
+
+class Network:
+    """A simulated link: each request pays a latency and its bytes at a bandwidth."""
+
+    def __init__(self, latency_ms: float = 0.0, bandwidth_mbps: float = 0.0):
+        self.latency = latency_ms / 1000.0
+        self.bandwidth = bandwidth_mbps * 1e6 / 8 if bandwidth_mbps else 0.0
+
+    def delay(self, nbytes: int) -> None:
+        wait = self.latency + (nbytes / self.bandwidth if self.bandwidth else 0.0)
+        if wait > 0:
+            time.sleep(wait)
+
+
+def _t(x: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(x))
+
+
+def run_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[dict, list[np.ndarray]]:
+    """Compute one tensor task; returns (info, result arrays). Pushes the weight gradient."""
+    t0 = time.perf_counter()
+    m = event["model"]
+    kind, layer, epoch = event["type"], event["layer"], event["epoch"]
+    streams, p, act = m["streams"], m["dropout"], m["activation"]
+    d_in = m["sizes"][layer]
+    a = _t(inputs[0])
+    gids = inputs[1] if kind != "AV_b" else inputs[2]
+    a_train = a if a.shape[1] == d_in else a[:, :d_in]
+    a_eval = a if a.shape[1] == d_in else a[:, d_in:]
+    mask = kernels.dropout_mask(m["seed"], epoch, layer, gids, d_in, p)
+    info: dict = {}
+    if kind == "AV":
+        got = ps.get(layer, event["version"], stash=True)
+        if got is None:
+            return {"aborted": True}, []
+        version, (w,) = got
+        w = _t(w)
+        h = kernels.apply_vertex(a_train, w, act, mask)
+        if streams == 2:
+            h = torch.cat([h, kernels.apply_vertex(a_eval, w, act, None)], dim=1)
+        out = [h.numpy()]
+    elif kind == "FUSED":
+        got = ps.get(layer, event["version"], stash=True)
+        if got is None:
+            return {"aborted": True}, []
+        version, (w,) = got
+        w = _t(w)
+        split = np.asarray(inputs[3])
+        labels = _t(inputs[2])
+        loss_sum, dw, da, logits = kernels.fused_last_layer(
+            a_train, w, mask, labels, torch.from_numpy(split == 1), m["num_train"]
+        )
+        if streams == 2:
+            logits = a_eval @ w
+        pred = logits.argmax(1).numpy().astype(np.int32)
+        hit = pred == np.asarray(inputs[2])
+        info["loss_sum"] = loss_sum
+        info["correct"] = [int(hit[split == code].sum()) for code in (1, 2, 3)]
+        ps.push(layer, epoch, event["uid"], version, [dw.numpy()])
+        out = [da.numpy(), pred]
+    elif kind == "AV_b":
+        version = event["version"]
+        got = ps.get(layer, version, stash=False)
+        if got is None:
+            return {"aborted": True}, []
+        _, (w,) = got
+        dw, da = kernels.apply_vertex_backward(a_train, _t(w), act, mask, _t(inputs[1]), need_da=layer > 0)
+        ps.push(layer, epoch, event["uid"], version, [dw.numpy()])
+        out = [da.numpy()] if da is not None else []
+    else:
+        raise ValueError(f"unknown tensor task {kind!r}")
+    info["version"] = version
+    info["duration"] = time.perf_counter() - t0
+    return info, out
+
+
+# --- the Lambda-style entry point ------------------------------------------------------------
+_SOCKETS: dict[str, zmq.Socket] = {}  # kept between invocations, like a warm Lambda container
+
+
+def _server_socket(address: str) -> zmq.Socket:
+    if address not in _SOCKETS:
+        s = zmq.Context.instance().socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 1000)
+        s.connect(address)
+        _SOCKETS[address] = s
+    return _SOCKETS[address]
+
+
+def _exchange(sock, key: bytes, msg: P.Message, task_id: int, network: Network) -> tuple[P.Message, int]:
+    sent = P.send(sock, key, msg)
+    deadline = time.monotonic() + FETCH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not sock.poll(500):
+            continue
+        reply = P.recv(sock, key)
+        if reply is not None and reply.a == task_id:  # skip replies meant for an older task
+            nbytes = sent + reply.nbytes
+            network.delay(nbytes)
+            return reply, nbytes
+    raise TimeoutError(f"graph server did not answer task {task_id}")
+
+
+def _inject_fault(event: dict) -> None:
+    """Test hook: make the first attempt of a chosen task hang or die (a real fault)."""
+    for f in event.get("faults", ()):
+        if event.get("attempt", 0) == 0 and all(event.get(k) == f[k] for k in ("type", "epoch", "layer", "interval") if k in f):
+            if f["kind"] == "hang":
+                time.sleep(3600)
+            if f["kind"] == "kill":
+                os._exit(17)
+
+
+def handler(event: dict, context=None) -> dict:
+    key = bytes.fromhex(os.environ[KEY_ENV])
+    network = Network(event.get("latency_ms", 0.0), event.get("bandwidth_mbps", 0.0))
+    _inject_fault(event)
+    task_id = int(event["task_id"])
+    gs = _server_socket(event["graph_server"])
+    reply, nbytes = _exchange(gs, key, P.Message(P.FETCH, a=task_id, b=event.get("attempt", 0)), task_id, network)
+    ps = PSClient(event["parameter_servers"], key, network=network)
+    try:
+        info, arrays = run_task(event, reply.arrays, ps)
+    finally:
+        ps.close()
+    info["bytes"] = nbytes + ps.bytes
+    result = P.Message(P.RESULT, a=task_id, b=event.get("attempt", 0), info=info, arrays=arrays)
+    _, sent = _exchange(gs, key, result, task_id, network)
+    info["bytes"] += sent
+    return {"task_id": task_id, "duration": info.get("duration", 0.0), "bytes": info["bytes"]}
+
+
+class LocalContext:
+    """The parts of the Lambda context object a handler may use."""
+
+    def __init__(self, request_id: str):
+        self.aws_request_id = request_id
+        self.function_name = "dorylus-tensor-worker"
+        self.memory_limit_in_mb = 3008
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
+
+def pool_main(address: str, identity: str) -> None:
+    """One process of the local pool: ask the graph server for events and run the handler."""
+    key = bytes.fromhex(os.environ[KEY_ENV])
+    torch.set_num_threads(1)  # a Lambda has ~2 weak vCPUs; many workers share this machine
+    parent = os.getppid()
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.IDENTITY, identity.encode())
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(address)
+    P.send(sock, key, P.Message(P.READY))
+    while os.getppid() == parent:
+        if not sock.poll(1000):
+            continue
+        msg = P.recv(sock, key)
+        if msg is None:
+            continue
+        if msg.kind == P.CONTROL and msg.info.get("stop"):
+            break
+        if msg.kind != P.EVENT:
+            continue
+        try:
+            handler(msg.info, LocalContext(f"{identity}-{msg.info.get('task_id')}"))
+        except Exception:
+            log.exception("tensor task failed")  # the graph server relaunches it
+        P.send(sock, key, P.Message(P.READY))
+    sock.close(0)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
+    pool_main(sys.argv[1], sys.argv[2])
