@@ -51,8 +51,9 @@ read it with ``stages.partition.layout.PartitionSet``)::
 A peer with nothing to exchange has no file (absent = empty list). For an undirected
 graph in_* and out_* hold the same edges and ghosts == out_ghosts; both are written
 anyway, so a graph server reads one layout whatever the graph: a directed graph's
-backward gather needs Â^T, which is not Â. A part may be empty (n_i = 0) only when METIS
-or Fennel leave it so on a tiny graph; ``hash`` and ``range`` never do for P <= N.
+backward gather needs Â^T, which is not Â. A part may be empty (n_i = 0) when P is close
+to N (``hash`` is random; METIS and Fennel may leave a part empty on a tiny graph); its
+folder then holds empty arrays. ``range`` gives every part at least one vertex.
 If the ingest stage kept self loops or duplicate edges, they appear as extra entries
 beside the added self loop (summed, they give A+I).
 
@@ -65,6 +66,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import shutil
 import tempfile
 import time
@@ -72,19 +74,21 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from stages.config import state_dir
 from stages.contract import Artifact, Stage, StageContext, resolve_artifact, run_stage
 from stages.errors import DorylusError
 from stages.ingest.dataset import IngestedGraph
 from stages.partition.assign import METHODS, Knobs, assign_owners, check_method
-from stages.partition.build import add_degrees, build_part, in_degree, peak_rss, spill
+from stages.partition.build import add_degrees, build_part, in_degree, peak_rss, spill_edges, spill_nodes
 from stages.partition.executor import open_executor
 from stages.partition.layout import META, index_dtype, part_dir
 from stages.partition.quality import quality
 from stages.store import ArtifactStore
 
 VERSION = "1"
+log = logging.getLogger("dorylus.partition")
 __all__ = ["METHODS", "STAGE", "VERSION", "partition"]
 
 # Where the tasks run changes how fast, never what is written, so it stays out of the
@@ -108,30 +112,40 @@ def _run(ctx: StageContext) -> dict:
     try:
         workers = min(parts, 2)
         with open_executor(_SCHEDULER.get(), m, workers, state_dir() / "dask") as ex:
+            log.info("partition: %d vertices, %d edges in %d files into %d parts by %s (%s)", n, m, len(files), parts, p["method"], ex.name)
             with ctx.timer("degrees"):
                 deg, peak = ex.map_reduce(partial(in_degree, num_nodes=n), files, add_degrees)
                 np.save(scratch / "deg_in.npy", deg)
-            with ctx.timer("assign"):
+            with ctx.timer("assign"):  # the partitioning method alone
                 owner = assign_owners(p["method"], graph, deg, parts, int(p["seed"]), knobs)
                 del deg
+            with ctx.timer("maps"):
                 _save_maps(out, owner, parts)
                 sizes = np.bincount(owner, minlength=parts)
                 del owner
+            log.info("partition: owners assigned in %.2f s; building the part folders", ctx.timings["assign"])
             for i in range(parts):
                 part_dir(out, i).mkdir()
             with ctx.timer("spill"):
-                k = len(files)
-                peaks = ex.map(spill, files, range(k), [str(out / "owner.npy")] * k, [str(scratch)] * k, [parts] * k)
+                owner_path, k = str(out / "owner.npy"), len(files)
+                peaks = ex.map(spill_edges, files, range(k), [owner_path] * k, [str(scratch)] * k, [parts] * k)
+                groups = _row_groups(graph.folder / "nodes.parquet")
+                peaks += ex.map(
+                    spill_nodes, [str(graph.folder / "nodes.parquet")] * len(groups), range(len(groups)), groups,
+                    [owner_path] * len(groups), [str(scratch)] * len(groups), [parts] * len(groups), [num_splits] * len(groups),
+                )
             with ctx.timer("build"):
                 stats = ex.map(
-                    build_part, range(parts), [str(out)] * parts, [str(scratch)] * parts,
-                    [str(graph.folder)] * parts, [id_type] * parts, [num_splits] * parts,
+                    build_part, range(parts), [parts] * parts, [str(out)] * parts, [str(scratch)] * parts,
+                    [id_type] * parts, [num_splits] * parts, [graph.feature_dim] * parts,
                 )
             where = ex.name
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    assert [s["num_local"] for s in stats] == sizes.tolist()
+    if [s["num_local"] for s in stats] != sizes.tolist():
+        raise RuntimeError("part folders disagree with the owner map")  # a bug, never a user error
     q = quality(stats, n, m)
+    log.info("partition: edge cut %.4f, replication %.3f, edge balance %.3f", q["edge_cut_fraction"], q["replication_factor"], q["edge_balance"])
     meta = {
         "num_parts": parts,
         "method": p["method"],
@@ -165,6 +179,13 @@ def _run(ctx: StageContext) -> dict:
         "peak_memory_bytes": max([peak_rss(), peak, *peaks, *(s["peak_memory_bytes"] for s in stats)]),
         "executor": where,
     }
+
+
+def _row_groups(nodes_file: Path) -> list[int]:
+    """The first node id of each row group of nodes.parquet (rows are in id order)."""
+    meta = pq.ParquetFile(nodes_file).metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist() if sizes else []
 
 
 def _save_maps(out: Path, owner: np.ndarray, parts: int) -> None:

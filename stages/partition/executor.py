@@ -74,7 +74,7 @@ def open_executor(scheduler: str | None, num_edges: int, workers: int, local_dir
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # its HTTP server starts anyway: loopback, free port
             local_directory=str(local_directory),
             silence_logs=logging.WARNING,
         ) as cluster, Client(cluster) as client:

@@ -6,7 +6,9 @@ import json
 
 import numpy as np
 
-from stages.partition.build import build_part, gcn_weights, in_degree, spill
+import pyarrow.parquet as pq
+
+from stages.partition.build import build_part, gcn_weights, in_degree, spill_edges, spill_nodes
 from stages.partition.layout import PartitionSet, part_dir
 from tests.stages.partition.checks import check_partition_set
 
@@ -42,8 +44,13 @@ def test_rounds_with_an_empty_part(planted, tmp_path):
     np.save(scratch / "deg_in.npy", np.bincount(g.edges()[1], minlength=n))
     files = [str(f) for f in g.edge_files()]
     for k, f in enumerate(files):
-        spill(f, k, str(out / "owner.npy"), str(scratch), parts)
-    stats = [build_part(i, str(out), str(scratch), str(g.folder), "int32", 2) for i in range(parts)]
+        spill_edges(f, k, str(out / "owner.npy"), str(scratch), parts)
+    nodes = str(g.folder / "nodes.parquet")
+    start = 0
+    for group in range(pq.ParquetFile(nodes).num_row_groups):
+        spill_nodes(nodes, group, start, str(out / "owner.npy"), str(scratch), parts, 2)
+        start += pq.ParquetFile(nodes).metadata.row_group(group).num_rows
+    stats = [build_part(i, parts, str(out), str(scratch), "int32", 2, g.feature_dim) for i in range(parts)]
     assert stats[1]["num_local"] == 0 and stats[1]["num_ghosts"] == 0
     assert sum(s["num_in_edges"] for s in stats) == g.num_edges
     meta = {"num_parts": parts, "num_splits": 2, "owner_map": "owner.npy", "local_index_map": "local_index.npy"}

@@ -86,7 +86,7 @@ def test_scheduler_address(planted, tmp_path):
     from stages.store import ArtifactStore
 
     store = ArtifactStore.open(str(tmp_path / "store"))
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
         art = partition(planted.artifact, 4, "fennel", store=store, scheduler=cluster.scheduler_address)
     assert art.summary["executor"] == cluster.scheduler_address
     check_partition_set(art.path(), planted.graph, planted.direct)
