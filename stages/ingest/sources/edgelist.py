@@ -11,10 +11,11 @@
 The node count is the largest node id + 1, unless the feature or label file has more rows
 (isolated nodes at the end); those files must agree with each other and cover every id.
 
-Text is parsed in blocks of ``BLOCK_BYTES`` with pyarrow's multi-threaded CSV parser, so
-files larger than memory stream. A block the fast parser rejects (irregular spacing,
-a malformed line) is parsed again line by line: that path accepts any whitespace and
-names the first bad line.
+Text is parsed in blocks of ``BLOCK_BYTES`` with pyarrow's CSV parser, so files larger
+than memory stream (pandas' C reader was about as fast on 2 busy cores; pyarrow's is
+multi-threaded and a core dependency; tests/bench/bench_ingest.py compares them). A
+block the fast parser rejects (irregular spacing, a malformed line) is parsed again line
+by line: that path accepts any whitespace and names the first bad line.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def _tokens(raw: bytes) -> list[bytes]:
 
 def _parse(block: bytes, first_line: int, path: Path, dtype, what: str, columns: int, nonnegative: bool) -> np.ndarray:
     data = _blank_comments(block)
-    head = data.lstrip()[:4096]
+    head = data[:8192].lstrip()  # a slice first: lstrip on the block would copy it
     delimiter = "," if b"," in head else "\t" if b"\t" in head else " "
     names = [f"c{i}" for i in range(columns)]
     arrow_type = pa.from_numpy_dtype(np.dtype(dtype))
@@ -172,9 +173,9 @@ def _parse(block: bytes, first_line: int, path: Path, dtype, what: str, columns:
             parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False),
             convert_options=pacsv.ConvertOptions(column_types={n: arrow_type for n in names}),
         )
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # ragged or non-numeric lines, odd spacing
         return _parse_slowly(block, first_line, path, dtype, what, columns, nonnegative)
-    if any(table.column(n).null_count for n in names):  # an empty field, e.g. "1,,2"
+    if any(table.column(n).null_count for n in names):  # an empty field ("1,,2") or "NA"/"nan" in ids
         return _parse_slowly(block, first_line, path, dtype, what, columns, nonnegative)
     out = np.empty((table.num_rows, columns), dtype=dtype)
     for i, name in enumerate(names):
@@ -213,11 +214,22 @@ def _blank_comments(block: bytes) -> bytes:
     return b"".join(pieces)
 
 
+def _integer(token: bytes) -> int:
+    """An integer, also written as an integral float ("3.0"), as pandas' reader accepts."""
+    try:
+        return int(token)
+    except ValueError:
+        value = float(token)
+        if not value.is_integer():
+            raise
+        return int(value)
+
+
 def _parse_slowly(
     block: bytes, first_line: int, path: Path, dtype, what: str, columns: int, nonnegative: bool
 ) -> np.ndarray:
-    convert = int if np.issubdtype(dtype, np.integer) else float
-    kind = "integers" if convert is int else "numbers"
+    convert = _integer if np.issubdtype(dtype, np.integer) else float
+    kind = "integers" if convert is _integer else "numbers"
     rows = []
     for number, raw in enumerate(block.split(b"\n"), start=first_line):
         tokens = _tokens(raw)

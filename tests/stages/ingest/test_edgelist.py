@@ -94,7 +94,8 @@ def test_feature_and_label_mistakes(tmp_path, store, assert_nothing_written, fea
     ("5\tx", "line 6: '5\\\\tx' is not 2 integers"),
     ("5", "line 6: expected 2 integers per edge line, found 1"),
     ("-1\t2", "line 6: negative node id"),
-    ("1.0\t2", "line 6: '1.0\\\\t2' is not 2 integers"),
+    ("1.5\t2", "line 6: '1.5\\\\t2' is not 2 integers"),
+    ("nan\t2", "line 6: 'nan\\\\t2' is not 2 integers"),
     ("99999999999999999999 1", "does not fit in int64"),
 ])
 def test_malformed_line_is_named(tmp_path, store, assert_nothing_written, bad_line, message):
@@ -106,7 +107,7 @@ def test_malformed_line_is_named(tmp_path, store, assert_nothing_written, bad_li
 
 
 def test_irregular_spacing_crlf_and_no_final_newline(tmp_path, store):
-    text = "0 1\r\n  1   2 \r\n2,3\r\n\t3\t\t4\r\n4 0"
+    text = "0 1\r\n  1   2 \r\n2,3\r\n\t3\t\t4\r\n4 0.0"  # an integral float is an id too
     assert _pairs(_ingest(tmp_path, store, text=text)) == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
 
 
