@@ -246,8 +246,11 @@ def edge_chunks(
         n_workers=workers if processes else 1,
         threads_per_worker=1 if processes else workers,
         processes=processes,
+        # scheduler and workers serve HTTP routes even without a dashboard, on all
+        # interfaces when in-process: keep them on loopback and free ports
         dashboard_address=None,
-        worker_dashboard_address=None,
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        worker_dashboard_address="127.0.0.1:0",
         **network,
     ) as cluster, Client(cluster) as client:
         window = 2 * workers  # chunks in flight: bounds memory, keeps every worker busy

@@ -14,6 +14,19 @@ from stages.ingest.schema import SPLIT_TEST, SPLIT_TRAIN, SPLIT_VAL
 from stages.ingest.sources import synthetic
 
 
+def _listening() -> set[tuple[str, int]]:
+    """(address, port) this process and its children listen on."""
+    import psutil
+
+    me = psutil.Process()
+    return {
+        (c.laddr.ip, c.laddr.port)
+        for proc in [me, *me.children(recursive=True)]
+        for c in proc.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    }
+
+
 def _edges(p, **kwargs):
     src, dst = zip(*synthetic.edge_chunks(p, **kwargs))
     return np.concatenate(src), np.concatenate(dst)
@@ -55,9 +68,14 @@ def test_same_graph_for_every_scheduler_and_seeded_by_chunk():
     sync = _edges(p, scheduler="sync", chunk_edges=chunk)
     assert len(sync[0]) == p.num_edges == 15000
     for scheduler in ("threads", "processes"):
-        other = _edges(p, scheduler=scheduler, workers=2, chunk_edges=chunk)
-        np.testing.assert_array_equal(sync[0], other[0])
-        np.testing.assert_array_equal(sync[1], other[1])
+        before = _listening()
+        stream = synthetic.edge_chunks(p, scheduler=scheduler, workers=2, chunk_edges=chunk)
+        chunks = [next(stream)]
+        opened = _listening() - before  # the cluster is up: it listens on loopback only
+        assert opened and {ip for ip, _ in opened} == {"127.0.0.1"}
+        chunks += list(stream)
+        np.testing.assert_array_equal(sync[0], np.concatenate([c[0] for c in chunks]))
+        np.testing.assert_array_equal(sync[1], np.concatenate([c[1] for c in chunks]))
     # a chunk is a function of (seed, index) alone
     src5, dst5 = synthetic.edge_chunk(p, 5, chunk)
     np.testing.assert_array_equal(src5, sync[0][5000:6000])
