@@ -79,7 +79,7 @@ def train_reference(model: nn.Module, adj, x, labels, split, *, epochs: int, lr:
     """Full-graph training with Adam; per epoch the training loss (with dropout) and the
     accuracies of the weights that entered the epoch (no dropout), as the pipeline reports."""
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, eps=eps)
-    labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    labels = torch.as_tensor(np.array(labels), dtype=torch.long)
     split = np.asarray(split)
     train = torch.from_numpy(split == 1)
     history = []
@@ -93,5 +93,5 @@ def train_reference(model: nn.Module, adj, x, labels, split, *, epochs: int, lr:
         loss = nn.functional.cross_entropy(logits[train], labels[train])
         loss.backward()
         opt.step()
-        history.append({"epoch": epoch, "loss": float(loss), **acc})
+        history.append({"epoch": epoch, "loss": float(loss.detach()), **acc})
     return history
