@@ -134,3 +134,15 @@ def test_p_equals_n(part_store):
             assert [p["num_local"] for p in ps.meta["parts"]] == [1] * 40
     meta = json.loads((art.path() / "META.json").read_text())
     assert meta["quality"]["edge_cut_fraction"] == 1.0
+
+
+def test_s3_store(cora, s3_bucket):
+    """Into a real S3 endpoint (moto's server): uploaded, then read back through a verified download."""
+    from stages.store import ArtifactStore
+
+    store = ArtifactStore.open(f"s3://{s3_bucket}/artifacts")
+    art = partition(cora.artifact, 2, "range", store=store)
+    assert art.uri.startswith("s3://")
+    again = partition(cora.artifact, 2, "range", store=store)
+    assert again.cached
+    check_partition_set(again.path(), cora.graph, cora.direct)
