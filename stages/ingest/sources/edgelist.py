@@ -124,24 +124,23 @@ def read_blocks(
     """(first line number, rows) per block of whole lines; a row has ``columns`` values
     (default: as many as the first data line). Line numbers count from 1, comments included."""
     line = 1
-    carry = b""
     with _open(path) as f:
         while True:
+            # read into one buffer and finish the last line in place: no block-sized copies
+            block = bytearray(BLOCK_BYTES)
             try:
-                data = f.read(BLOCK_BYTES)
+                n = f.readinto(block)
+                del block[n:]
+                if n and block[-1] != ord("\n"):
+                    block += f.readline()
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
                 raise DorylusError(f"{path}: cannot read ({exc}); the file may be truncated or corrupt") from None
-            block = carry + data
-            if data:  # keep the unfinished last line for the next block
-                cut = block.rfind(b"\n") + 1
-                block, carry = block[:cut], block[cut:]
-            if block:
-                columns = columns or _columns(block)
-                if columns:
-                    yield line, _parse(block, line, path, dtype, what, columns, nonnegative)
-                line += block.count(b"\n")
-            if not data:
+            if not block:
                 return
+            columns = columns or _columns(block)
+            if columns:
+                yield line, _parse(block, line, path, dtype, what, columns, nonnegative)
+            line += block.count(b"\n")
 
 
 def _columns(block: bytes) -> int | None:
@@ -168,7 +167,7 @@ def _parse(block: bytes, first_line: int, path: Path, dtype, what: str, columns:
     arrow_type = pa.from_numpy_dtype(np.dtype(dtype))
     try:
         table = pacsv.read_csv(
-            pa.BufferReader(data),
+            pa.BufferReader(pa.py_buffer(data)),
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False),
             convert_options=pacsv.ConvertOptions(column_types={n: arrow_type for n in names}),
