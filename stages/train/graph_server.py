@@ -30,8 +30,14 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 
+import warnings
+
 import numpy as np
 import torch
+
+# torch flags sparse CSR as beta and skips invariant checks (ours are built correct)
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
 import zmq
 
 from stages.partition.layout import PartitionSet
@@ -66,6 +72,13 @@ class VertexInterval:
         self.adj_out: torch.Tensor | None = None  # rows of Â^T (columns: local, then out-ghosts)
         self.send_fwd: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # peer -> (positions in its list, local rows)
         self.send_bwd: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._grad: dict[int, np.ndarray] = {}
+
+    def grad_buffer(self, layer: int, width: int) -> np.ndarray:
+        """The interval's reused buffer for the backward Gather of ``layer``."""
+        if layer not in self._grad:
+            self._grad[layer] = np.empty((self.b - self.a, width), np.float32)
+        return self._grad[layer]
 
 
 class EpochStats:
@@ -400,7 +413,8 @@ class GraphServer:
                                            and self.fwd_ghost[(l, epoch)] >= self.expect_fwd):
                     raise _Stopped()
                 with self._task("GA", epoch), self.cpu_slot:
-                    self.A[l][a:b] = (iv.adj_in @ torch.from_numpy(self.H[l])).numpy()
+                    # into the buffer: a fresh 100 MB result costs page faults as much as the SpMM
+                    torch.mm(iv.adj_in, torch.from_numpy(self.H[l]), out=torch.from_numpy(self.A[l][a:b]))
             version = (epoch - 1) if sync and self.cfg["staleness_bound"] is None else -1
             if l < L - 1:
                 info, (h,) = self._tensor("AV", iv, l, epoch, version, [self.A[l][a:b], gids])
@@ -433,7 +447,8 @@ class GraphServer:
                                        and self.bwd_ghost[(l, epoch)] >= self.expect_bwd):
                 raise _Stopped()
             with self._task("GA_b", epoch), self.cpu_slot:
-                dh = (iv.adj_out @ torch.from_numpy(self.dA[l])).numpy()
+                dh = iv.grad_buffer(l, self.dA[l].shape[1])
+                torch.mm(iv.adj_out, torch.from_numpy(self.dA[l]), out=torch.from_numpy(dh))
             info, arrays = self._tensor("AV_b", iv, l - 1, epoch, versions[l - 1],
                                         [self.A[l - 1][a:b], dh, gids])
             if l - 1 > 0:

@@ -25,7 +25,7 @@ def dask_client(num_parts: int, scheduler: str | None = None, processes: bool = 
 
     if scheduler:
         try:
-            client = Client(scheduler, timeout=30)
+            client = Client(scheduler, timeout=10)
         except OSError as exc:
             raise DorylusError(f"cannot reach the Dask scheduler at {scheduler}: {exc}; start it with `dask scheduler`") from None
         try:

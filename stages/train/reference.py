@@ -2,6 +2,10 @@
 reference the distributed pipeline is tested against.
 
     import torch
+
+# torch flags sparse CSR as beta and skips invariant checks (ours are built correct)
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
     from stages.train.reference import ReferenceGCN, normalized_adjacency
     model = ReferenceGCN([1433, 16, 7], activation="relu")
     model.load_state_dict(torch.load("weights.pt", weights_only=True))
@@ -12,6 +16,8 @@ GCN paper's. GAT adds ``att_src.<l>`` and ``att_dst.<l>`` of shape (heads, out).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import torch
