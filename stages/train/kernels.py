@@ -118,3 +118,71 @@ def fused_last_layer(
     dw = x.T @ g
     da = _masked(g @ w.T, mask)
     return loss_sum, dw, da, logits
+
+
+# --- GAT ----------------------------------------------------------------------------------
+# A GAT layer in Dorylus' tasks (heads h, width d per head; edges u -> v as CSR rows v):
+#   AV   Z = drop(X) W (n, h*d);  s_src = <Z_u, a_src>, s_dst = <Z_v, a_dst> per head
+#   AE   e_uv = LeakyReLU(s_src[u] + s_dst[v]);  alpha = softmax of e over each v's in-edges
+#   GA   out_v = sum_u alpha_uv Z_u   (per head; the graph server's SpMM with alpha as values)
+# and the backward tasks in reverse. Everything below works on one CSR block of rows.
+def _rows_of_edges(indptr: torch.Tensor) -> torch.Tensor:
+    return torch.repeat_interleave(torch.arange(len(indptr) - 1), indptr[1:] - indptr[:-1])
+
+
+def gat_project(x, w, att_src, att_dst, heads: int):
+    """AV of GAT: Z and the per-head attention halves s_src, s_dst."""
+    z = x @ w
+    zh = z.view(len(z), heads, -1)
+    return z, (zh * att_src).sum(-1), (zh * att_dst).sum(-1)
+
+
+def gat_project_backward(x, w, att_src, att_dst, heads: int, dz, ds_src, ds_dst):
+    """Backward AV of GAT: gradients of W, a_src, a_dst and of the input X."""
+    z = x @ w
+    zh = z.view(len(z), heads, -1)
+    dzh = dz.view(len(z), heads, -1) + ds_src[..., None] * att_src + ds_dst[..., None] * att_dst
+    d_att_src = (ds_src[..., None] * zh).sum(0)
+    d_att_dst = (ds_dst[..., None] * zh).sum(0)
+    dzf = dzh.reshape(len(z), -1)
+    return x.T @ dzf, d_att_src, d_att_dst, dzf @ w.T
+
+
+def edge_attention(indptr, s_src_e, s_dst, slope: float):
+    """AE: alpha (nnz, heads) from s_src of each edge's source and s_dst of its row."""
+    rows = _rows_of_edges(indptr)
+    pre = s_src_e + s_dst[rows]
+    e = F.leaky_relu(pre, slope)
+    top = torch.full_like(s_dst, -torch.inf).scatter_reduce(0, rows[:, None].expand_as(e), e, "amax")
+    ex = torch.exp(e - top[rows])
+    total = torch.zeros_like(s_dst).index_add_(0, rows, ex)
+    return ex / total[rows]
+
+
+def edge_attention_backward(indptr, s_src_e, s_dst, alpha, d_alpha, slope: float):
+    """Backward AE: gradients of s_src per edge and of s_dst per row."""
+    rows = _rows_of_edges(indptr)
+    pre = s_src_e + s_dst[rows]
+    weighted = torch.zeros_like(s_dst).index_add_(0, rows, alpha * d_alpha)
+    de = alpha * (d_alpha - weighted[rows])
+    dpre = de * torch.where(pre > 0, torch.ones_like(pre), torch.full_like(pre, slope))
+    return dpre, torch.zeros_like(s_dst).index_add_(0, rows, dpre)
+
+
+def attention_gather(indptr, indices, alpha, z, heads: int):
+    """GA of GAT: out_v = sum_u alpha_uv Z_u, per head."""
+    rows = _rows_of_edges(indptr)
+    zh = z.view(len(z), heads, -1)
+    out = torch.zeros(len(indptr) - 1, heads, zh.shape[2], dtype=z.dtype)
+    out.index_add_(0, rows, alpha[..., None] * zh[indices])
+    return out.reshape(len(indptr) - 1, -1)
+
+
+def attention_gather_backward(indptr, indices, alpha, z, heads: int, dout):
+    """Backward GA of GAT: gradients of alpha (per edge) and of Z (per source row)."""
+    rows = _rows_of_edges(indptr)
+    zh = z.view(len(z), heads, -1)
+    douth = dout.view(len(dout), heads, -1)
+    d_alpha = (douth[rows] * zh[indices]).sum(-1)
+    dz = torch.zeros_like(zh).index_add_(0, indices, alpha[..., None] * douth[rows])
+    return d_alpha, dz.reshape(len(z), -1)

@@ -101,3 +101,51 @@ def train_reference(model: nn.Module, adj, x, labels, split, *, epochs: int, lr:
         opt.step()
         history.append({"epoch": epoch, "loss": float(loss.detach()), **acc})
     return history
+
+
+def init_gat_weights(sizes: list[int], heads: int, seed: int) -> dict[str, torch.Tensor]:
+    """Glorot-uniform GAT weights: hidden layers have ``heads`` heads, the last one head."""
+    gen = torch.Generator().manual_seed(seed)
+    out, fan_in = {}, sizes[0]
+    for l in range(len(sizes) - 1):
+        h = heads if l < len(sizes) - 2 else 1
+        d = sizes[l + 1]
+        out[f"weights.{l}"] = glorot(fan_in, h * d, gen)
+        out[f"att_src.{l}"] = glorot(h, d, gen)
+        out[f"att_dst.{l}"] = glorot(h, d, gen)
+        fan_in = h * d
+    return out
+
+
+class ReferenceGAT(nn.Module):
+    """Full-graph GAT (Velickovic et al.): multi-head attention softmax-normalized over each
+    vertex's in-neighbours (self loop included), ELU between layers, concatenated hidden
+    heads, one head in the last layer. ``edges`` are (src, dst) including self loops."""
+
+    def __init__(self, sizes: list[int], heads: int = 8, negative_slope: float = 0.2, seed: int = 0):
+        super().__init__()
+        self.sizes, self.heads, self.slope = list(sizes), heads, negative_slope
+        init = init_gat_weights(self.sizes, heads, seed)
+        n = len(sizes) - 1
+        self.weights = nn.ParameterList([nn.Parameter(init[f"weights.{l}"]) for l in range(n)])
+        self.att_src = nn.ParameterList([nn.Parameter(init[f"att_src.{l}"]) for l in range(n)])
+        self.att_dst = nn.ParameterList([nn.Parameter(init[f"att_dst.{l}"]) for l in range(n)])
+
+    def forward(self, src: torch.Tensor, dst: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        h = x
+        n = x.shape[0]
+        for l, w in enumerate(self.weights):
+            heads = self.att_src[l].shape[0]
+            z = (h @ w).view(n, heads, -1)
+            s_src = (z * self.att_src[l]).sum(-1)
+            s_dst = (z * self.att_dst[l]).sum(-1)
+            e = nn.functional.leaky_relu(s_src[src] + s_dst[dst], self.slope)
+            top = torch.full((n, heads), -torch.inf, dtype=e.dtype).scatter_reduce(
+                0, dst[:, None].expand_as(e), e.detach(), "amax")
+            ex = torch.exp(e - top[dst])
+            alpha = ex / torch.zeros(n, heads, dtype=e.dtype).index_add(0, dst, ex)[dst]
+            h = torch.zeros(n, heads, z.shape[2], dtype=z.dtype).index_add(0, dst, alpha[..., None] * z[src])
+            h = h.reshape(n, -1)
+            if l < len(self.weights) - 1:
+                h = nn.functional.elu(h)
+        return h
