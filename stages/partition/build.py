@@ -60,10 +60,8 @@ def in_degree(edge_file: str, num_nodes: int) -> tuple[np.ndarray, int]:
 
 
 def add_degrees(a: tuple[np.ndarray, int], b: tuple[np.ndarray, int]) -> tuple[np.ndarray, int]:
-    """Sum of two ``in_degree`` results (in place into the first array)."""
-    deg = a[0]
-    deg += b[0]
-    return deg, max(a[1], b[1])
+    """Sum of two ``in_degree`` results; pure, so a retried Dask task sums the same inputs."""
+    return a[0] + b[0], max(a[1], b[1])
 
 
 # --- round 2 -------------------------------------------------------------------------

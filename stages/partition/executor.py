@@ -46,15 +46,12 @@ class DaskExecutor:
         return self.client.gather(futures)
 
     def map_reduce(self, fn: Callable, items: Iterable, combine: Callable):
-        """Combine results as they finish, so only a few are held here at once."""
-        from distributed import as_completed
-
-        result = None
-        for future in as_completed(self.client.map(fn, list(items), pure=False)):
-            value = future.result()
-            future.release()
-            result = value if result is None else combine(result, value)
-        return result
+        """Combine pairwise on the workers (a tree), so one result comes back here, not one per item."""
+        futures = self.client.map(fn, list(items), pure=False)
+        while len(futures) > 1:
+            pairs = [self.client.submit(combine, a, b, pure=False) for a, b in zip(futures[::2], futures[1::2])]
+            futures = pairs + futures[len(pairs) * 2 :]
+        return futures[0].result() if futures else None
 
 
 @contextmanager
