@@ -16,6 +16,7 @@ from typing import Iterator
 from stages.errors import DorylusError
 
 log = logging.getLogger("dorylus.train.placement")
+CONNECT_TIMEOUT_S = 10
 
 
 @contextmanager
@@ -25,7 +26,7 @@ def dask_client(num_parts: int, scheduler: str | None = None, processes: bool = 
 
     if scheduler:
         try:
-            client = Client(scheduler, timeout=10)
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
         except OSError as exc:
             raise DorylusError(f"cannot reach the Dask scheduler at {scheduler}: {exc}; start it with `dask scheduler`") from None
         try:

@@ -48,14 +48,18 @@ def test_train_json(cora_partitions):
         (["--latency-ms", "20"], "local backend"),
     ],
 )
-def test_bad_settings_exit_2_with_a_message(cora_partitions, args, message):
+def test_bad_settings_exit_2_with_a_message(cora_partitions, args, message, capsys):
+    from flows.cli import main
+
     store, parts = cora_partitions
-    out = subprocess.run([DORYLUS, "train", parts.key, "--store", store.uri, *args], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2
-    assert message in out.stderr and "Traceback" not in out.stderr
+    assert main(["train", parts.key, "--store", store.uri, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
 
 
-def test_not_a_partition_artifact(cora_partitions, tmp_path):
+def test_not_a_partition_artifact(cora_partitions, capsys):
+    from flows.cli import main
+
     store, _ = cora_partitions
-    out = subprocess.run([DORYLUS, "train", "nosuchkey", "--store", store.uri], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "no artifact" in out.stderr
+    assert main(["train", "nosuchkey", "--store", store.uri]) == 2
+    assert "no artifact" in capsys.readouterr().err

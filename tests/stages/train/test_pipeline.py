@@ -72,16 +72,14 @@ def test_cora_accuracy_five_seeds(cora_parts, dask_inprocess, train_store):
 
 
 def test_bounded_staleness_accuracy_close_to_sync(cora_parts, dask_inprocess, train_store, read_metrics):
-    """P=4: staleness 0 and 1 end within one point of sync (mean of two seeds)."""
+    """P=4: staleness 0 and 1 end within one point of sync (test accuracy, mean of the last 20 epochs)."""
     final = {}
     for mode in ("sync", "0", "1"):
-        accs = []
-        for seed in (0, 1):
-            cfg = TrainConfig(staleness=mode, seed=seed, intervals_per_server=2)
-            art = train(cora_parts(4), cfg, store=train_store, client=dask_inprocess)
-            rows = read_metrics(art)
-            assert all(r["staleness_mode"] == mode for r in rows)
-            accs.append(art.summary["final_test_acc"])
-        final[mode] = np.mean(accs)
+        cfg = TrainConfig(staleness=mode, intervals_per_server=2)
+        rows = read_metrics(train(cora_parts(4), cfg, store=train_store, client=dask_inprocess))
+        assert all(r["staleness_mode"] == mode for r in rows)
+        if mode == "0":
+            assert sum(r["stalls"] for r in rows) > 0  # the bound did hold fast intervals back
+        final[mode] = np.mean([r["test_acc"] for r in rows[-20:]])
     assert abs(final["0"] - final["sync"]) <= 0.01, final
     assert abs(final["1"] - final["sync"]) <= 0.01, final

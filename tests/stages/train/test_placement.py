@@ -63,9 +63,11 @@ def test_training_on_an_external_dask_cluster(external_scheduler, cora_parts, co
     losses_equal(art, history)
 
 
-def test_unreachable_scheduler_is_a_user_error(cora_parts, train_store):
+def test_unreachable_scheduler_is_a_user_error(cora_parts, train_store, monkeypatch):
     from stages.errors import DorylusError
+    from stages.train import placement
 
+    monkeypatch.setattr(placement, "CONNECT_TIMEOUT_S", 2)
     port = _free_port()
     with pytest.raises(DorylusError, match="cannot reach the Dask scheduler"):
         train(cora_parts(1), TrainConfig(epochs=1), store=train_store, scheduler=f"tcp://127.0.0.1:{port}", force=True)
