@@ -8,6 +8,7 @@ already in the environment win, so a user can still point at a real server with
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -41,6 +42,8 @@ def configure() -> Path:
     """Put the defaults into the environment (where not set already); returns PREFECT_HOME."""
     for name, value in defaults().items():
         os.environ.setdefault(name, value)
+    # the Prefect client logs every API request at INFO through httpx
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     home = Path(os.environ["PREFECT_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     return home

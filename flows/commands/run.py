@@ -30,4 +30,13 @@ def run(args) -> dict:
 
     force = pipeline.check_force(args.force)
     with progress.shown(pipeline.stage_names(config)):
-        return pipeline.end_to_end(config, force=force, store=args.store)
+        result = pipeline.end_to_end(config, force=force, store=args.store)
+    return result if args.json else readable(result)
+
+
+def readable(result: dict) -> dict:
+    """For the terminal: one line per stage instead of the nested stage table."""
+    stages = result.pop("stages")
+    for name, s in stages.items():
+        result[name] = f"{s['key']} ({'cached' if s['cached'] else 'computed'})"
+    return result

@@ -17,3 +17,16 @@ def prefect_settings(dorylus_home):
     from flows import settings
 
     return settings.configure()
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler():
+    """One local Dask cluster (2 worker processes, 127.0.0.1) that the flow tests' training
+    runs share through ``run.scheduler``, instead of starting a cluster per run."""
+    from dask.distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=2, processes=True, host="127.0.0.1", dashboard_address=None)
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
