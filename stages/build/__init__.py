@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 from stages.build import context, ecr, engine, wheelhouse
@@ -94,19 +95,21 @@ def _run(ctx: StageContext) -> dict:
         raise DorylusError(f"the Docker engine went away during the build: {eng.reason}")
 
     images, rebuilt = {}, []
-    with tempfile.TemporaryDirectory(prefix="dorylus-build-") as tmp:
-        built_context = None
+    with ExitStack() as stack:
+        wheels_url = None
         for name, digest in p["images"].items():
             tag = f"dorylus/{name}:{digest}"
             image_id = engine.image_id(eng, tag)
             if image_id is None:  # unchanged content keeps its tag: only new content is built
-                if built_context is None:
+                if wheels_url is None:
+                    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dorylus-build-")))
                     with ctx.timer("context"):
-                        built_context = context.assemble(Path(tmp, "context"), context.checkout(), p["lock"],
-                                                         p["python_version"], cache_dir("wheels"))
+                        build_context, wheels = context.assemble(tmp, context.checkout(), p["lock"],
+                                                                 p["python_version"], cache_dir("wheels"))
+                    wheels_url = stack.enter_context(context.serve_wheels(wheels, p["lock"]))
                 with ctx.timer(f"build_{name}"):
-                    image_id = engine.build(eng, built_context, f"{name}/Dockerfile", tag,
-                                            {"BASE_IMAGE": p["base_image"]},
+                    image_id = engine.build(eng, build_context, f"{name}/Dockerfile", tag,
+                                            {"BASE_IMAGE": p["base_image"], "WHEELS": wheels_url},
                                             {"dorylus.image": name, "dorylus.digest": digest})
                 rebuilt.append(name)
             image = eng.client.images.get(image_id)

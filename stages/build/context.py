@@ -3,10 +3,13 @@
 One context folder serves both images:
 
     runtime/requirements.txt  pinned runtime packages (see ``wheelhouse``)
-    runtime/wheels/           their wheels
     project/                  the project's own wheel, built from the checkout
     graph-server/, lambda/    the Dockerfiles and entry points (``containers/``)
-    lambda/wheels/            the Lambda runtime interface client's wheels
+
+The wheels stay outside it, in a folder served over HTTP on 127.0.0.1 while the images
+build on the host network (``serve_wheels``): the Dockerfiles install from that URL, so
+no wheel is sent with the context or left in a layer, and no multi-stage copy of the
+1.5 GB virtualenv is needed.
 
 The digest of an image covers everything that decides its content: its Dockerfile
 folder, the lock, the project's source, the base image id, the Python version and the
@@ -16,11 +19,16 @@ unchanged checkout finds its image by tag and builds nothing.
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import stages
 from stages.build import wheelhouse
@@ -75,17 +83,49 @@ def image_digest(root: Path, image: str, lock: str, source: dict[str, str], base
     )[:TAG_LENGTH]
 
 
-def assemble(dest: Path, root: Path, lock: str, python_version: str, wheel_cache: Path) -> Path:
-    """Write the build context into ``dest`` (an empty folder); returns ``dest``."""
-    runtime = dest / "runtime"
-    runtime.mkdir(parents=True)
-    (runtime / "requirements.txt").write_text(lock)
-    wheelhouse.fetch(runtime / "requirements.txt", runtime / "wheels", wheel_cache, python_version)
+def assemble(dest: Path, root: Path, lock: str, python_version: str, wheel_cache: Path) -> tuple[Path, Path]:
+    """Write the build context and the wheels beside it into ``dest`` (an empty folder).
+
+    Returns ``(context folder, wheels folder)``; the wheels folder has ``runtime/`` and
+    ``lambda/`` below it.
+    """
+    context, wheels = dest / "context", dest / "wheels"
+    (context / "runtime").mkdir(parents=True)
+    (context / "runtime" / "requirements.txt").write_text(lock)
+    wheelhouse.fetch(context / "runtime" / "requirements.txt", wheels / "runtime", wheel_cache, python_version)
     for image in IMAGES:
-        shutil.copytree(root / "containers" / image, dest / image, ignore=shutil.ignore_patterns(".*", "__pycache__"))
-    wheelhouse.fetch(dest / "lambda" / "requirements.txt", dest / "lambda" / "wheels", wheel_cache, python_version)
-    _project_wheel(root, dest / "project")
-    return dest
+        shutil.copytree(root / "containers" / image, context / image, ignore=shutil.ignore_patterns(".*", "__pycache__"))
+    wheelhouse.fetch(context / "lambda" / "requirements.txt", wheels / "lambda", wheel_cache, python_version)
+    _project_wheel(root, context / "project")
+    return context, wheels
+
+
+@contextmanager
+def serve_wheels(folder: Path, lock: str) -> Iterator[str]:
+    """Serve ``folder`` on 127.0.0.1 for the length of a build; yields its URL.
+
+    The port follows from the lock, because the URL is a build argument and a different
+    one would defeat the engine's layer cache; a taken port falls back to a free one.
+    """
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(folder), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    port = 40000 + int(hashlib.sha256(lock.encode()).hexdigest()[:8], 16) % 10000
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Quiet)
+    except OSError:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, name="wheel-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _project_wheel(root: Path, dest: Path) -> Path:

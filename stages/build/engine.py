@@ -82,6 +82,7 @@ def build(engine: Engine, context: Path, dockerfile: str, tag: str, buildargs: d
     stream = engine.client.api.build(
         path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs, labels=labels,
         rm=True, forcerm=True, pull=False, decode=True,
+        network_mode="host",  # the wheels are served on the host's loopback (context.serve_wheels)
     )
     for chunk in stream:
         if "error" in chunk or "errorDetail" in chunk:

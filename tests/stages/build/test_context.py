@@ -66,20 +66,38 @@ def test_an_image_ignores_the_other_images_folder(checkout):
     assert _digest(checkout, image="graph-server") != _digest(checkout, image="lambda")
 
 
-def test_assemble_writes_an_offline_context(tmp_path):
+def test_assemble_writes_the_context_and_the_wheels_beside_it(tmp_path):
     root = context.checkout()
     had_build_dir = (root / "build").exists()
     lock = wheelhouse.lock_text(wheelhouse.lock(wheelhouse.runtime_requirements()))
-    dest = context.assemble(tmp_path / "ctx", root, lock, "3.11", cache_dir("wheels"))
-    assert (dest / "runtime/requirements.txt").read_text() == lock
-    wheels = sorted(p.name for p in (dest / "runtime/wheels").iterdir())
-    assert len(wheels) == len(lock.splitlines()) and any(w.startswith("torch-") for w in wheels)
-    assert any(p.name.startswith("awslambdaric-") for p in (dest / "lambda/wheels").iterdir())
-    assert (dest / "graph-server/Dockerfile").is_file() and (dest / "lambda/Dockerfile").is_file()
-    [project] = list((dest / "project").iterdir())
+    ctx, wheels = context.assemble(tmp_path, root, lock, "3.11", cache_dir("wheels"))
+    assert (ctx / "runtime/requirements.txt").read_text() == lock
+    runtime = sorted(p.name for p in (wheels / "runtime").iterdir())
+    assert len(runtime) == len(lock.splitlines()) and any(w.startswith("torch-") for w in runtime)
+    assert any(p.name.startswith("awslambdaric-") for p in (wheels / "lambda").iterdir())
+    # no wheel is sent to the engine with the context
+    assert not list(ctx.rglob("*.whl"))[1:] and [p.parent.name for p in ctx.rglob("*.whl")] == ["project"]
+    assert (ctx / "graph-server/Dockerfile").is_file() and (ctx / "lambda/Dockerfile").is_file()
+    [project] = list((ctx / "project").iterdir())
     names = zipfile.ZipFile(project).namelist()
     assert "stages/build/__init__.py" in names and "flows/cli.py" in names
     assert not any("__pycache__" in n for n in names)
     # no build litter left in the checkout that others share
     assert (root / "build").exists() == had_build_dir
-    assert not (dest / ".project-src").exists()
+    assert not (ctx / ".project-src").exists()
+
+
+def test_serve_wheels_serves_a_find_links_listing_on_a_stable_port(tmp_path):
+    import urllib.request
+
+    (tmp_path / "runtime").mkdir()
+    (tmp_path / "runtime" / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"wheel")
+    with context.serve_wheels(tmp_path, LOCK) as url:
+        assert url.startswith("http://127.0.0.1:")
+        listing = urllib.request.urlopen(f"{url}/runtime/").read().decode()
+        assert 'href="six-1.17.0-py2.py3-none-any.whl"' in listing
+        assert urllib.request.urlopen(f"{url}/runtime/six-1.17.0-py2.py3-none-any.whl").read() == b"wheel"
+    with context.serve_wheels(tmp_path, LOCK) as again:
+        assert again == url  # same lock, same URL: the engine's layer cache stays valid
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{url}/runtime/", timeout=2)
