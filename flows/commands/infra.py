@@ -39,6 +39,15 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> dict:
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        return _run(args)
+    except BotoCoreError as exc:  # no credentials, no region, endpoint unreachable
+        raise DorylusError(f"AWS: {exc}; configure credentials and a region (`aws configure`, or AWS_* variables, or --region)") from None
+
+
+def _run(args) -> dict:
     cf = _client(args.region)
     if args.action == "up":
         params = _parameters(args.param)

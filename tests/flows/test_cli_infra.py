@@ -106,3 +106,12 @@ def test_up_from_a_build_needs_pushed_images(moto_template, project, capsys, mon
     code, err = infra(capsys, "up", "--template", str(moto_template), "--stack-name", project,
                       "--build", skipped.key, "--store", store.uri)
     assert code == 2 and "has no pushed lambda image (skipped)" in err and "dorylus build --push" in err
+
+
+def test_missing_aws_configuration_is_a_user_error(capsys, monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    code, err = infra(capsys, "status", "--stack-name", "dorylus")
+    assert code == 2 and err.startswith("error: AWS: ") and "aws configure" in err and "Traceback" not in err
