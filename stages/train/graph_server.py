@@ -6,6 +6,12 @@ thread through the epoch's task sequence::
     forward   GA(l) -> AV(l) -> SC(l+1) ... -> fused last layer (AV + loss + backward AV)
     backward  SC_b(l) -> GA_b(l) -> AV_b(l-1) ... -> AV_b(0)
 
+With one or more hidden layers the last layer is narrowed: the AV below it also applies
+the last weight, so the last Gather moves num_classes columns instead of the hidden width
+(Â (H W) = (Â H) W), the loss task gets gathered logits, and the backward AV below it
+computes both layers' weight gradients. It is the costliest Gather made ~hidden/classes
+times cheaper, forward and backward.
+
 so several intervals are in flight at different tasks at once (pipelining, in every mode).
 Graph tasks (GA, SC) run here; tensor tasks go to the ``Invoker`` of the backend.
 
@@ -127,10 +133,17 @@ class GraphServer:
             np.divide(feats, sums, out=feats, where=sums != 0)
         self.H = [np.zeros((self.n + self.g, sizes[0]), dtype=np.float32)]
         self.H[0][: self.n] = feats
-        self.H += [np.zeros((self.n + self.g, sizes[l] * streams), np.float32) for l in range(1, self.L)]
+        # With 2+ layers the last layer gathers H W (num_classes wide) instead of H: its
+        # "activation" buffers then hold H W, and the local H rows are kept for the backward.
+        self.narrow = self.model.get("narrow_last", False) and self.L >= 2
+        width = [sizes[l] for l in range(self.L)]
+        if self.narrow:
+            width[self.L - 1] = sizes[-1]
+            self.H_last = np.zeros((self.n, sizes[self.L - 1]), np.float32)
+        self.H += [np.zeros((self.n + self.g, width[l] * streams), np.float32) for l in range(1, self.L)]
         self.A = [np.zeros((self.n, sizes[0]), np.float32)]
-        self.A += [np.zeros((self.n, sizes[l] * streams), np.float32) for l in range(1, self.L)]
-        self.dA = [None] + [np.zeros((self.n + self.h, sizes[l]), np.float32) for l in range(1, self.L)]
+        self.A += [np.zeros((self.n, width[l] * streams), np.float32) for l in range(1, self.L)]
+        self.dA = [None] + [np.zeros((self.n + self.h, width[l]), np.float32) for l in range(1, self.L)]
         self.preds: dict[int, np.ndarray] = {}
 
         counts = self.spec["intervals_per_part"]
@@ -382,23 +395,24 @@ class GraphServer:
                 self.stats[epoch].stall_time += time.perf_counter() - t0
         return not self._stop.is_set()
 
-    def _event(self, kind: str, iv: VertexInterval, layer: int, epoch: int, version: int) -> dict:
+    def _event(self, kind: str, iv: VertexInterval, layer: int, epoch: int, version: int, version_next: int) -> dict:
         return {
             "type": kind, "epoch": epoch, "layer": layer, "interval": iv.index, "part": self.index, "uid": iv.uid,
-            "version": version, "graph_server": self.address, "parameter_servers": self.ps_addresses,
+            "version": version, "version_next": version_next, "graph_server": self.address, "parameter_servers": self.ps_addresses,
             "model": self.model, "latency_ms": self.cfg["latency_ms"], "bandwidth_mbps": self.cfg["bandwidth_mbps"],
             "faults": self.cfg["faults"],
         }
 
-    def _tensor(self, kind: str, iv: VertexInterval, layer: int, epoch: int, version: int, inputs):
-        result = self.invoker.invoke(self._event(kind, iv, layer, epoch, version), inputs)
+    def _tensor(self, kind: str, iv: VertexInterval, layer: int, epoch: int, version: int, inputs, version_next: int = -1):
+        result = self.invoker.invoke(self._event(kind, iv, layer, epoch, version, version_next), inputs)
         if result is None or result[0].get("aborted"):
             raise _Stopped()
         info, arrays = result
         with self.cond:
             st = self.stats[epoch]
-            st.task_time[kind if kind != "FUSED" else "AV"] += info.get("duration", 0.0)
-            st.task_count[kind if kind != "FUSED" else "AV"] += 1
+            name = "AV" if kind in ("FUSED", "LOSS") else kind
+            st.task_time[name] += info.get("duration", 0.0)
+            st.task_count[name] += 1
             st.bytes_sw += int(info.get("bytes", 0))
         return info, arrays
 
@@ -417,8 +431,12 @@ class GraphServer:
                     torch.mm(iv.adj_in, torch.from_numpy(self.H[l]), out=torch.from_numpy(self.A[l][a:b]))
             version = (epoch - 1) if sync and self.cfg["staleness_bound"] is None else -1
             if l < L - 1:
-                info, (h,) = self._tensor("AV", iv, l, epoch, version, [self.A[l][a:b], gids])
+                info, arrays = self._tensor("AV", iv, l, epoch, version, [self.A[l][a:b], gids])
                 versions[l] = info["version"]
+                h = arrays[-1]
+                if self.narrow and l == L - 2:
+                    versions[L - 1] = info["version_next"]
+                    self.H_last[a:b] = arrays[0]
                 with self._task("SC", epoch):
                     self.H[l + 1][a:b] = h
                     sent = self._scatter(P.GHOST_FWD, iv, l + 1, epoch, lambda r: self.H[l + 1][r])
@@ -427,7 +445,7 @@ class GraphServer:
                     self.fwd_local[(l + 1, epoch)] += 1
                     self.cond.notify_all()
             else:
-                info, (da, pred) = self._tensor("FUSED", iv, l, epoch, version,
+                info, (da, pred) = self._tensor("LOSS" if self.narrow else "FUSED", iv, l, epoch, version,
                                                 [self.A[l][a:b], gids, self.labels[a:b], self.split[a:b]])
                 with self.cond:
                     st = self.stats[epoch]
@@ -449,8 +467,10 @@ class GraphServer:
             with self._task("GA_b", epoch), self.cpu_slot:
                 dh = iv.grad_buffer(l, self.dA[l].shape[1])
                 torch.mm(iv.adj_out, torch.from_numpy(self.dA[l]), out=torch.from_numpy(dh))
-            info, arrays = self._tensor("AV_b", iv, l - 1, epoch, versions[l - 1],
-                                        [self.A[l - 1][a:b], dh, gids])
+            inputs = [self.A[l - 1][a:b], gids, dh]
+            if self.narrow and l == L - 1:
+                inputs.append(self.H_last[a:b])
+            info, arrays = self._tensor("AV_b", iv, l - 1, epoch, versions[l - 1], inputs, versions.get(L - 1, -1))
             if l - 1 > 0:
                 self.dA[l - 1][a:b] = arrays[0]
 

@@ -95,6 +95,20 @@ def apply_vertex_backward(
     return dw, da
 
 
+def softmax_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, train: torch.Tensor, num_train: int):
+    """Sum of the training rows' cross-entropy and dL/dlogits of the mean over ``num_train``."""
+    logp = torch.log_softmax(logits, dim=1)
+    idx = torch.nonzero(train, as_tuple=True)[0]
+    y = labels[idx].long()
+    loss_sum = float(-logp[idx, y].sum()) if len(idx) else 0.0
+    g = torch.zeros_like(logits)
+    if len(idx):
+        gi = torch.exp(logp[idx])
+        gi[torch.arange(len(idx)), y] -= 1.0
+        g[idx] = gi / num_train
+    return loss_sum, g
+
+
 def fused_last_layer(
     a: torch.Tensor, w: torch.Tensor, mask: torch.Tensor | None, labels: torch.Tensor, train: torch.Tensor, num_train: int
 ) -> tuple[float, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -106,18 +120,8 @@ def fused_last_layer(
     """
     x = _masked(a, mask)
     logits = x @ w
-    logp = torch.log_softmax(logits, dim=1)
-    idx = torch.nonzero(train, as_tuple=True)[0]
-    y = labels[idx].long()
-    loss_sum = float(-logp[idx, y].sum()) if len(idx) else 0.0
-    g = torch.zeros_like(logits)
-    if len(idx):
-        gi = torch.exp(logp[idx])
-        gi[torch.arange(len(idx)), y] -= 1.0
-        g[idx] = gi / num_train
-    dw = x.T @ g
-    da = _masked(g @ w.T, mask)
-    return loss_sum, dw, da, logits
+    loss_sum, g = softmax_cross_entropy(logits, labels, train, num_train)
+    return loss_sum, x.T @ g, _masked(g @ w.T, mask), logits
 
 
 # --- GAT ----------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ def model_spec(cfg: TrainConfig, sizes: list[int], num_train: int) -> dict:
     return {
         "kind": cfg.model, "sizes": sizes, "activation": cfg.activation, "dropout": cfg.dropout, "seed": cfg.seed,
         "streams": 2 if cfg.dropout > 0 else 1, "num_train": num_train, "normalize_features": True,
+        "narrow_last": len(sizes) > 2,
     }
 
 

@@ -57,7 +57,8 @@ def normalized_adjacency(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> to
 
 
 class ReferenceGCN(nn.Module):
-    """H^{l+1} = act(drop(Â H^l) W^l); the last layer gives logits."""
+    """H^{l+1} = act(drop(Â H^l) W^l); the last layer (after at least one hidden layer)
+    gives logits Â (drop(H) W), Kipf and Welling's form, which gathers the narrow product."""
 
     def __init__(self, sizes: list[int], activation: str = "relu", dropout: float = 0.0, seed: int = 0):
         super().__init__()
@@ -69,14 +70,16 @@ class ReferenceGCN(nn.Module):
         """Logits; with ``epoch`` (1-based) the training forward with that epoch's dropout masks."""
         ids = np.arange(x.shape[0])
         h = x
+        last = len(self.weights) - 1
         for l, w in enumerate(self.weights):
-            a = adj @ h
+            narrow = l == last and l > 0  # the pipeline gathers H W there: Â (drop(H) W)
+            a = h if narrow else adj @ h
             if epoch is not None:
                 mask = kernels.dropout_mask(self.seed, epoch, l, ids, a.shape[1], self.dropout)
                 if mask is not None:
                     a = a * mask
-            h = a @ w
-            if l < len(self.weights) - 1:
+            h = adj @ (a @ w) if narrow else a @ w
+            if l < last:
                 h = kernels.activate(self.activation, h)
         return h
 

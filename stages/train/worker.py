@@ -51,61 +51,89 @@ def _t(x: np.ndarray) -> torch.Tensor:
 
 
 def run_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[dict, list[np.ndarray]]:
-    """Compute one tensor task; returns (info, result arrays). Pushes the weight gradient."""
+    """Compute one tensor task; returns (info, result arrays). Pushes weight gradients.
+
+    Inputs by task: AV [A, ids]; FUSED and LOSS [A or logits, ids, labels, split];
+    AV_b [A, ids, dH] or, for the layer below a narrowed last layer, [A, ids, S, H].
+    """
     t0 = time.perf_counter()
     m = event["model"]
     kind, layer, epoch = event["type"], event["layer"], event["epoch"]
-    streams, p, act = m["streams"], m["dropout"], m["activation"]
-    d_in = m["sizes"][layer]
+    streams, p, act, sizes = m["streams"], m["dropout"], m["activation"], m["sizes"]
+    last = len(sizes) - 2
+    narrow = m.get("narrow_last", False) and layer == last - 1  # this layer also applies the last W
     a = _t(inputs[0])
-    gids = inputs[1] if kind != "AV_b" else inputs[2]
+    gids = inputs[1]
+    d_in = sizes[layer] if kind != "LOSS" else sizes[-1]
     a_train = a if a.shape[1] == d_in else a[:, :d_in]
     a_eval = a if a.shape[1] == d_in else a[:, d_in:]
-    mask = kernels.dropout_mask(m["seed"], epoch, layer, gids, d_in, p)
+    mask = kernels.dropout_mask(m["seed"], epoch, layer, gids, d_in, p) if kind != "LOSS" else None
     info: dict = {}
-    if kind == "AV":
-        got = ps.get(layer, event["version"], stash=True)
+
+    def weights(l: int, version: int, stash: bool):
+        got = ps.get(l, version, stash=stash)
         if got is None:
-            return {"aborted": True}, []
-        version, (w,) = got
-        w = _t(w)
-        h = kernels.apply_vertex(a_train, w, act, mask)
-        if streams == 2:
-            h = torch.cat([h, kernels.apply_vertex(a_eval, w, act, None)], dim=1)
-        out = [h.numpy()]
-    elif kind == "FUSED":
-        got = ps.get(layer, event["version"], stash=True)
-        if got is None:
-            return {"aborted": True}, []
-        version, (w,) = got
-        w = _t(w)
-        split = np.asarray(inputs[3])
-        labels = _t(inputs[2])
-        loss_sum, dw, da, logits = kernels.fused_last_layer(
-            a_train, w, mask, labels, torch.from_numpy(split == 1), m["num_train"]
-        )
-        if streams == 2:
-            logits = a_eval @ w
-        pred = logits.argmax(1).numpy().astype(np.int32)
-        hit = pred == np.asarray(inputs[2])
-        info["loss_sum"] = loss_sum
-        info["correct"] = [int(hit[split == code].sum()) for code in (1, 2, 3)]
-        ps.push(layer, epoch, event["uid"], version, [dw.numpy()])
-        out = [da.numpy(), pred]
-    elif kind == "AV_b":
-        version = event["version"]
-        got = ps.get(layer, version, stash=False)
-        if got is None:
-            return {"aborted": True}, []
-        _, (w,) = got
-        dw, da = kernels.apply_vertex_backward(a_train, _t(w), act, mask, _t(inputs[1]), need_da=layer > 0)
-        ps.push(layer, epoch, event["uid"], version, [dw.numpy()])
-        out = [da.numpy()] if da is not None else []
-    else:
-        raise ValueError(f"unknown tensor task {kind!r}")
+            raise _Aborted()
+        return got[0], _t(got[1][0])
+
+    try:
+        if kind == "AV":
+            version, w = weights(layer, event["version"], True)
+            h = kernels.apply_vertex(a_train, w, act, mask)
+            h_eval = kernels.apply_vertex(a_eval, w, act, None) if streams == 2 else None
+            if narrow:
+                # Â (drop(H) W_last) equals (Â drop(H)) W_last but gathers num_classes columns, not hidden ones
+                info["version_next"], w_last = weights(last, event["version"], True)
+                mask_last = kernels.dropout_mask(m["seed"], epoch, last, gids, sizes[last], p)
+                z = kernels._masked(h, mask_last) @ w_last
+                if streams == 2:
+                    z = torch.cat([z, h_eval @ w_last], dim=1)
+                out = [h.numpy(), z.numpy()]
+            else:
+                out = [(torch.cat([h, h_eval], dim=1) if streams == 2 else h).numpy()]
+        elif kind in ("FUSED", "LOSS"):
+            split = np.asarray(inputs[3])
+            labels = _t(inputs[2])
+            train = torch.from_numpy(split == 1)
+            if kind == "FUSED":
+                version, w = weights(layer, event["version"], True)
+                loss_sum, dw, da, logits = kernels.fused_last_layer(a_train, w, mask, labels, train, m["num_train"])
+                if streams == 2:
+                    logits = a_eval @ w
+                ps.push(layer, epoch, event["uid"], version, [dw.numpy()])
+            else:  # the logits were gathered by the graph server: only the loss is left
+                version = -1
+                loss_sum, da = kernels.softmax_cross_entropy(a_train, labels, train, m["num_train"])
+                logits = a_eval
+            pred = logits.argmax(1).numpy().astype(np.int32)
+            hit = pred == np.asarray(inputs[2])
+            info["loss_sum"] = loss_sum
+            info["correct"] = [int(hit[split == code].sum()) for code in (1, 2, 3)]
+            out = [da.numpy(), pred]
+        elif kind == "AV_b":
+            version = event["version"]
+            dh = _t(inputs[2])
+            if narrow:
+                v_last, w_last = weights(last, event["version_next"], False)
+                mask_last = kernels.dropout_mask(m["seed"], epoch, last, gids, sizes[last], p)
+                h = kernels._masked(_t(inputs[3]), mask_last)
+                ps.push(last, epoch, event["uid"], v_last, [(h.T @ dh).numpy()])
+                dh = kernels._masked(dh @ w_last.T, mask_last)
+            _, w = weights(layer, version, False)
+            dw, da = kernels.apply_vertex_backward(a_train, w, act, mask, dh, need_da=layer > 0)
+            ps.push(layer, epoch, event["uid"], version, [dw.numpy()])
+            out = [da.numpy()] if da is not None else []
+        else:
+            raise ValueError(f"unknown tensor task {kind!r}")
+    except _Aborted:
+        return {"aborted": True}, []
     info["version"] = version
     info["duration"] = time.perf_counter() - t0
     return info, out
+
+
+class _Aborted(Exception):
+    """The servers are stopping: the task has nothing to return."""
 
 
 # --- the Lambda-style entry point ------------------------------------------------------------
