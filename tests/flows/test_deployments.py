@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
 
 TINY = """
 [ingest]
@@ -30,14 +29,6 @@ target_accuracy = 0.5
 """
 
 
-@pytest.fixture(scope="module")
-def prefect_server(prefect_settings, tmp_path_factory):
-    from flows.server import PrefectServer
-
-    with PrefectServer(port=free_port(), home=tmp_path_factory.mktemp("prefect-server")) as server:
-        yield server
-
-
 def _dorylus() -> str:
     return shutil.which("dorylus", path=str(Path(sys.executable).parent)) or "dorylus"
 
@@ -48,37 +39,36 @@ def test_serve_needs_a_server(tmp_path):
     assert proc.returncode == 2 and "prefect server start" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_cron_deployment_is_registered_and_a_triggered_run_completes(prefect_server, tmp_path):
+def test_cron_deployment_is_registered_and_a_triggered_run_completes(prefect_api, dask_scheduler, tmp_path):
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     config = tmp_path / "tiny.toml"
-    config.write_text(TINY)
+    config.write_text(TINY + f'[run]\nscheduler = "{dask_scheduler}"\n')
     store = tmp_path / "store"
-    env = {**os.environ, "PREFECT_API_URL": prefect_server.api_url}
+    env = {**os.environ, "PREFECT_API_URL": prefect_api.api_url}
     log = open(tmp_path / "serve.log", "wb")
     serve = subprocess.Popen(
         [_dorylus(), "serve", str(config), "--cron", "*/30 * * * *", "--store", str(store)],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
-        with temporary_settings({PREFECT_API_URL: prefect_server.api_url}):
-            with get_client(sync_client=True) as client:
-                deadline = time.monotonic() + 120
-                while True:
-                    try:
-                        deployment = client.read_deployment_by_name("end-to-end/scheduled")
-                        break
-                    except Exception:
-                        assert serve.poll() is None, (tmp_path / "serve.log").read_text()
-                        assert time.monotonic() < deadline, "the deployment was never registered"
-                        time.sleep(1)
-                crons = [s.schedule.cron for s in deployment.schedules if s.active]
-                assert crons == ["*/30 * * * *"]
-                assert deployment.parameters["config"]["train"]["epochs"] == 3
-                run = run_deployment("end-to-end/scheduled", timeout=300, poll_interval=2)
-                assert run.state.is_completed(), (tmp_path / "serve.log").read_text()[-3000:]
+        # this process talks to the same server (PREFECT_API_URL)
+        with get_client(sync_client=True) as client:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    deployment = client.read_deployment_by_name("end-to-end/scheduled")
+                    break
+                except Exception:
+                    assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+                    assert time.monotonic() < deadline, "the deployment was never registered"
+                    time.sleep(1)
+            crons = [s.schedule.cron for s in deployment.schedules if s.active]
+            assert crons == ["*/30 * * * *"]
+            assert deployment.parameters["config"]["train"]["epochs"] == 3
+            run = run_deployment("end-to-end/scheduled", timeout=300, poll_interval=2)
+            assert run.state.is_completed(), (tmp_path / "serve.log").read_text()[-3000:]
         assert len(list((store / "evaluate").glob("*/report.md"))) == 1  # the run wrote its report
     finally:
         os.killpg(serve.pid, signal.SIGINT)

@@ -45,7 +45,7 @@ def _rows(result) -> list[dict]:
     return list(csv.DictReader(open(result["table"])))
 
 
-def test_asynchrony_small_preset_end_to_end(capsys, tmp_path, prefect_settings, dask_scheduler):
+def test_asynchrony_small_preset_end_to_end(capsys, tmp_path, prefect_api, dask_scheduler):
     from prefect.artifacts import Artifact as PrefectArtifact
 
     result = _run(capsys, "asynchrony", str(tmp_path / "store"), dask_scheduler)
@@ -63,7 +63,7 @@ def test_asynchrony_small_preset_end_to_end(capsys, tmp_path, prefect_settings, 
     assert len({t["inputs"]["partitions"]["key"] for t in trains}) == 1
 
 
-def test_scaling_small_preset_end_to_end(capsys, tmp_path, prefect_settings, dask_scheduler):
+def test_scaling_small_preset_end_to_end(capsys, tmp_path, prefect_api, dask_scheduler):
     result = _run(capsys, "scaling", str(tmp_path / "store"), dask_scheduler)
     rows = _rows(result)
     assert [int(r["graph_servers"]) for r in rows] == [1, 2, 4, 8]

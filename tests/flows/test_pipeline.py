@@ -42,7 +42,7 @@ def tiny(tmp_path_factory, dask_scheduler):
 
 
 @pytest.fixture(scope="module")
-def first_run(tiny, prefect_settings):
+def first_run(tiny, prefect_api):
     import contextlib
     import io
 

@@ -1,7 +1,7 @@
 """Stages as Prefect tasks: cache keys are stage keys, results are manifests, the store wins.
 
-Runs real ingest and partition stages on Cora under Prefect's temporary server (private
-PREFECT_HOME in the session's state folder).
+Runs real ingest and partition stages on Cora against the session's local Prefect server
+(PREFECT_HOME in the session's private state folder).
 """
 
 import json
@@ -15,7 +15,7 @@ def cora_spec(datasets):
     return {"source": "planetoid:cora", "root": str(datasets / "planetoid")}
 
 
-def test_second_run_is_a_prefect_cache_hit_and_results_are_json_manifests(cora_spec, store):
+def test_second_run_is_a_prefect_cache_hit_and_results_are_json_manifests(cora_spec, store, prefect_api):
     from prefect import flow
 
     from flows import tasks
@@ -37,7 +37,7 @@ def test_second_run_is_a_prefect_cache_hit_and_results_are_json_manifests(cora_s
     assert json.loads(record["result"])["uri"] == result["uri"]
 
 
-def test_only_changed_and_forced_stages_rerun_and_the_store_wins(cora_spec, store):
+def test_only_changed_and_forced_stages_rerun_and_the_store_wins(cora_spec, store, prefect_api):
     from prefect import flow
 
     from flows import tasks
@@ -60,7 +60,7 @@ def test_only_changed_and_forced_stages_rerun_and_the_store_wins(cora_spec, stor
     assert not p5.cached and store.has("partition", p1.key)
 
 
-def test_each_stage_publishes_its_key_figures_as_a_prefect_table(cora_spec, store):
+def test_each_stage_publishes_its_key_figures_as_a_prefect_table(cora_spec, store, prefect_api):
     from prefect import flow
     from prefect.artifacts import Artifact as PrefectArtifact
 
