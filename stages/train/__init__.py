@@ -21,7 +21,6 @@ Artifact files:
 from __future__ import annotations
 
 import json
-import math
 from contextvars import ContextVar
 
 import numpy as np
@@ -130,4 +129,4 @@ def train(
         _PLACEMENT.reset(token)
 
 
-__all__ = ["train", "TrainConfig", "STAGE", "VERSION", "math"]
+__all__ = ["train", "TrainConfig", "STAGE", "VERSION"]

@@ -11,7 +11,7 @@ authors' config for the dataset.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from stages.errors import DorylusError
 
@@ -49,7 +49,7 @@ class TrainConfig:
     split: int = 0  # which of the dataset's splits trains and evaluates
     worker_memory_mb: int = 3008  # what a Lambda would be configured with (for cost)
     relaunch_ratio: float = 5.0  # relaunch a tensor task running longer than ratio x average...
-    relaunch_min_s: float = 2.0  # ...and longer than this
+    relaunch_min_s: float = 10.0  # ...and longer than this (the first tasks include worker start-up)
     latency_ms: float = 0.0  # simulated network between tensor workers and servers (local backend)
     bandwidth_mbps: float = 0.0  # 0 = unlimited
     faults: tuple = ()  # injected worker faults for tests: ({"task","epoch","layer","interval","kind"}, ...)
@@ -167,6 +167,3 @@ def canonical_staleness(value) -> str:
     text = str(value).strip().lower()
     return text if text in ("sync", "inf") else str(int(text)) if text.isdigit() else text
 
-
-DEFAULT = TrainConfig()
-__all__ = ["TrainConfig", "resolve", "canonical_staleness", "field"]

@@ -33,17 +33,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections import defaultdict
 from contextlib import contextmanager
 
-import warnings
-
 import numpy as np
 import torch
-
-# torch flags sparse CSR as beta and skips invariant checks (ours are built correct)
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
 import zmq
 
 from stages.partition.layout import PartitionSet
@@ -52,6 +47,9 @@ from stages.train.backends import CpuInvoker, LocalInvoker
 from stages.train.parameter_server import PSClient
 
 log = logging.getLogger("dorylus.train.gs")
+# torch flags sparse CSR as beta and skips invariant checks (ours are built correct)
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
 TASKS = ("GA", "AV", "SC", "AE", "GA_b", "AV_b", "SC_b", "AE_b", "WU")
 
 
@@ -470,6 +468,8 @@ class GraphServer:
             inputs = [self.A[l - 1][a:b], gids, dh]
             if self.narrow and l == L - 1:
                 inputs.append(self.H_last[a:b])
+            elif self.model.get("reuse_output"):
+                inputs.append(self.H[l][a:b, : self.model["sizes"][l]])  # the training stream's rows
             info, arrays = self._tensor("AV_b", iv, l - 1, epoch, versions[l - 1], inputs, versions.get(L - 1, -1))
             if l - 1 > 0:
                 self.dA[l - 1][a:b] = arrays[0]

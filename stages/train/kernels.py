@@ -71,6 +71,17 @@ def activate_grad(name: str, z: torch.Tensor, dh: torch.Tensor) -> torch.Tensor:
     raise ValueError(name)
 
 
+def activate_grad_from_output(name: str, h: torch.Tensor, dh: torch.Tensor) -> torch.Tensor:
+    """dL/dz from dL/dh given the output h = act(z): no need to recompute z."""
+    if name == "relu":
+        return dh * (h > 0)
+    if name == "tanh":
+        return dh * (1 - h * h)
+    if name == "elu":
+        return dh * torch.where(h > 0, torch.ones_like(h), h + 1)
+    raise ValueError(name)
+
+
 def _masked(a: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return a if mask is None else a * mask
 
@@ -82,14 +93,17 @@ def apply_vertex(a: torch.Tensor, w: torch.Tensor, act: str, mask: torch.Tensor 
 
 
 def apply_vertex_backward(
-    a: torch.Tensor, w: torch.Tensor, act: str, mask: torch.Tensor | None, dh: torch.Tensor, need_da: bool
+    a: torch.Tensor, w: torch.Tensor, act: str, mask: torch.Tensor | None, dh: torch.Tensor, need_da: bool,
+    h: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The backward AV of a hidden layer, rematerializing Z = drop(A) W (cheaper than shipping it).
+    """The backward AV of a hidden layer. Without the layer's output ``h`` it rematerializes
+    Z = drop(A) W (cheaper than shipping Z to a remote worker); with ``h`` (the graph
+    server's own threads have it in memory) it skips that matmul.
 
     Returns (dL/dW, dL/dA or None).
     """
     x = _masked(a, mask)
-    dz = activate_grad(act, x @ w, dh)
+    dz = activate_grad(act, x @ w, dh) if h is None else activate_grad_from_output(act, h, dh)
     dw = x.T @ dz
     da = _masked(dz @ w.T, mask) if need_da else None
     return dw, da

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stages.errors import DorylusError
 from stages.partition.layout import PartitionSet
 from stages.train import placement
 from stages.train.config import TrainConfig
@@ -44,6 +45,9 @@ def model_spec(cfg: TrainConfig, sizes: list[int], num_train: int) -> dict:
         "kind": cfg.model, "sizes": sizes, "activation": cfg.activation, "dropout": cfg.dropout, "seed": cfg.seed,
         "streams": 2 if cfg.dropout > 0 else 1, "num_train": num_train, "normalize_features": True,
         "narrow_last": len(sizes) > 2,
+        # in-process tensor tasks read the layer outputs the server holds; remote workers
+        # rematerialize them instead of fetching them over their slow network (the paper's choice)
+        "reuse_output": cfg.backend == "cpu",
     }
 
 
@@ -51,8 +55,6 @@ def split_counts(parts: PartitionSet, split: int) -> dict[int, int]:
     counts = {1: 0, 2: 0, 3: 0}
     for part in parts.parts():
         if split >= part.splits.shape[0]:
-            from stages.errors import DorylusError
-
             raise DorylusError(f"split {split} does not exist: the dataset has {part.splits.shape[0]} split(s)")
         codes = np.asarray(part.splits[split])
         labeled = np.asarray(part.labels) >= 0
@@ -62,8 +64,6 @@ def split_counts(parts: PartitionSet, split: int) -> dict[int, int]:
 
 
 def run_training(folder, cfg: TrainConfig, client, torch_threads: int | None = None) -> TrainResult:
-    from stages.errors import DorylusError
-
     parts = PartitionSet(folder)
     meta = parts.meta
     P = parts.num_parts

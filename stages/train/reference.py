@@ -2,10 +2,6 @@
 reference the distributed pipeline is tested against.
 
     import torch
-
-# torch flags sparse CSR as beta and skips invariant checks (ours are built correct)
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
     from stages.train.reference import ReferenceGCN, normalized_adjacency
     model = ReferenceGCN([1433, 16, 7], activation="relu")
     model.load_state_dict(torch.load("weights.pt", weights_only=True))
@@ -24,6 +20,10 @@ import torch
 from torch import nn
 
 from stages.train import kernels
+
+# torch flags sparse CSR as beta and skips invariant checks (ours are built correct)
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
 
 
 def glorot(fan_in: int, fan_out: int, gen: torch.Generator, shape=None) -> torch.Tensor:

@@ -54,7 +54,8 @@ def run_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[dict,
     """Compute one tensor task; returns (info, result arrays). Pushes weight gradients.
 
     Inputs by task: AV [A, ids]; FUSED and LOSS [A or logits, ids, labels, split];
-    AV_b [A, ids, dH] or, for the layer below a narrowed last layer, [A, ids, S, H].
+    AV_b [A, ids, dH(, H)]: with the model's ``reuse_output`` the layer's output H comes
+    along (no rematerialization); below a narrowed last layer [A, ids, S, H] always.
     """
     t0 = time.perf_counter()
     m = event["model"]
@@ -113,14 +114,16 @@ def run_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[dict,
         elif kind == "AV_b":
             version = event["version"]
             dh = _t(inputs[2])
+            out_rows = _t(inputs[3]) if len(inputs) > 3 else None  # this layer's output H, if sent
             if narrow:
                 v_last, w_last = weights(last, event["version_next"], False)
                 mask_last = kernels.dropout_mask(m["seed"], epoch, last, gids, sizes[last], p)
-                h = kernels._masked(_t(inputs[3]), mask_last)
+                h = kernels._masked(out_rows, mask_last)
                 ps.push(last, epoch, event["uid"], v_last, [(h.T @ dh).numpy()])
                 dh = kernels._masked(dh @ w_last.T, mask_last)
             _, w = weights(layer, version, False)
-            dw, da = kernels.apply_vertex_backward(a_train, w, act, mask, dh, need_da=layer > 0)
+            dw, da = kernels.apply_vertex_backward(a_train, w, act, mask, dh, need_da=layer > 0,
+                                                   h=out_rows if m.get("reuse_output") else None)
             ps.push(layer, epoch, event["uid"], version, [dw.numpy()])
             out = [da.numpy()] if da is not None else []
         else:
