@@ -25,3 +25,14 @@ def sage_run(cora, eval_store):
     from stages.evaluate.sage_baseline import sage_baseline
 
     return sage_baseline(cora, {"epochs": 6, "hidden": 32, "lr": 0.01}, store=eval_store)
+
+
+@pytest.fixture(scope="session")
+def dorylus_run(cora, eval_store):
+    """A real run of the train stage on Cora: 2 graph servers, tensor tasks in local
+    worker processes (the Lambda handler), 3 epochs."""
+    from stages.partition import partition
+    from stages.train import TrainConfig, train
+
+    parts = partition(cora, 2, "hash", store=eval_store)
+    return train(parts, TrainConfig(epochs=3, backend="local", num_workers=1, intervals_per_server=2), store=eval_store)

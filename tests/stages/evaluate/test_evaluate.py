@@ -62,3 +62,22 @@ def test_unreached_target_and_bad_parameters(sage_run, cora, eval_store):
         evaluate(cora, store=eval_store)
     with pytest.raises(DorylusError, match="no price for instance type"):
         evaluate(sage_run, store=eval_store, graph_instance="z1.mega")
+
+
+def test_evaluation_of_a_dorylus_run_prices_lambda_from_its_tensor_tasks(dorylus_run, eval_store):
+    from stages.evaluate.pricing import load_pricing
+
+    art = evaluate(dorylus_run, store=eval_store)
+    ev = json.loads((art.path() / "evaluation.json").read_text())
+    summary = json.loads((dorylus_run.path() / "summary.json").read_text())
+    prices = load_pricing()
+    counts = summary["task_count_total"]
+    assert ev["accuracy"]["consistent_with_train"] is True
+    assert ev["time"]["target"]["source"] == "none set" and art.summary["time_to_target"] is None
+    assert ev["cost"]["lambda"] is True and ev["cost"]["lambda_requests"] == counts["AV"] + counts["AE"] + counts["AV_b"] + counts["AE_b"]
+    assert ev["cost"]["items"]["lambda_compute"] == pytest.approx(summary["tensor_task_seconds"] * 3008 / 1024 * prices["lambda"]["gb_second"])
+    assert ev["cost"]["items"]["graph_servers"] == pytest.approx(summary["server_seconds"]["graph"] / 3600 * prices["ec2"]["c5n.2xlarge"])
+    breakdown = ev["time"]["breakdown"]
+    assert {"GA", "AV", "SC", "WU"} <= set(breakdown) and breakdown["GA"]["count"] == sum(
+        json.loads(line)["task_count"]["GA"] for line in (dorylus_run.path() / "metrics.jsonl").read_text().splitlines())
+    assert sum(row["share"] for row in breakdown.values()) == pytest.approx(1.0)
