@@ -126,6 +126,7 @@ def main() -> None:
     ap.add_argument("--classes", type=int, default=8)
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--small-nodes", type=int, default=20_000, help="graph size of (c)")
+    ap.add_argument("--pipeline-intervals", type=int, default=8, help="(c): intervals and workers per server when pipelined")
     ap.add_argument("--parts", default="a,b,c,d")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -167,8 +168,8 @@ def main() -> None:
         with placement.dask_client(2) as client:
             sync = train(ps, TrainConfig(**{**cfg.__dict__, **net, "staleness": "sync", "intervals_per_server": 1,
                                             "num_workers": 1}), client=client, force=True)
-            pipe = train(ps, TrainConfig(**{**cfg.__dict__, **net, "staleness": "0", "intervals_per_server": 8,
-                                            "num_workers": 8}), client=client, force=True)
+            pipe = train(ps, TrainConfig(**{**cfg.__dict__, **net, "staleness": "0", "intervals_per_server": args.pipeline_intervals,
+                                            "num_workers": args.pipeline_intervals}), client=client, force=True)
         s, p = steady(epoch_times(sync)), steady(epoch_times(pipe))
         out["c"] = {"sync_one_interval_epoch_s": s, "pipelined_s0_epoch_s": p, "speedup": s / p, "nodes": args.small_nodes}
         print(f"(c) simulated Lambda network, {args.small_nodes} nodes: sync 1 interval {s:.3f} s, pipelined S=0 {p:.3f} s -> {s / p:.2f}x faster")
