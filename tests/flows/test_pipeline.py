@@ -131,3 +131,12 @@ def test_human_output_says_where_the_report_is(first_run, tiny, capsys):
 
 def first_run_lock_commit(run: dict) -> str:
     return json.load(open(run["lock_file"]))["git"]["commit"]
+
+
+def test_a_run_on_an_s3_store_reuses_its_stages_from_s3(tiny, s3_bucket, capsys, prefect_api):
+    store = f"s3://{s3_bucket}/runs"
+    first = dorylus(capsys, "run", str(tiny[0]), "--store", store)
+    assert all(s["uri"].startswith(f"{store}/") for s in first["stages"].values())
+    assert open(first["report"]).read().startswith("# Evaluation")  # a verified local copy
+    again = dorylus(capsys, "run", str(tiny[0]), "--store", store)
+    assert all(cached(again).values())
