@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 run: install
-	$(BIN)/dorylus ingest
+	$(BIN)/dorylus run
 
 test: install
 	$(BIN)/pytest
