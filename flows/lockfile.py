@@ -13,11 +13,10 @@ import platform
 import subprocess
 import uuid
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
 from stages.config import state_dir
-from stages.contract import LIBRARIES, Artifact
+from stages.contract import LIBRARIES, Artifact, library_versions
 from stages.errors import DorylusError
 
 FORMAT = 1
@@ -43,16 +42,6 @@ def git_state() -> dict:
     return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def package_versions() -> dict[str, str]:
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return versions
-
-
 def stage_entry(artifact: Artifact) -> dict:
     m = artifact.manifest
     return {
@@ -75,7 +64,7 @@ def lock(config: dict, store_uri: str, artifacts: dict[str, Artifact], extra: di
         "store": store_uri,
         "stages": {name: stage_entry(a) for name, a in artifacts.items()},
         "git": git_state(),
-        "packages": package_versions(),
+        "packages": library_versions(PACKAGES),
         "python": platform.python_version(),
         **(extra or {}),
     }

@@ -192,7 +192,7 @@ def _manifest(stage, key, params, inputs, folder: Path, summary, timings, starte
             "python": sys.version.split()[0],
             "cpus": _cpu_count(),
         },
-        "libraries": _library_versions(),
+        "libraries": library_versions(),
     }
 
 
@@ -209,9 +209,10 @@ def _cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _library_versions() -> dict[str, str]:
+def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str]:
+    """Installed versions of the named distributions (absent ones are left out)."""
     versions = {}
-    for name in LIBRARIES:
+    for name in names:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
