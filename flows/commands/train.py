@@ -42,6 +42,8 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, default=_DEFAULTS["num_workers"], help="tensor workers per graph server (local backend)")
     p.add_argument("--parameter-servers", type=int, default=_DEFAULTS["num_parameter_servers"])
     p.add_argument("--seed", type=int, default=_DEFAULTS["seed"])
+    p.add_argument("--normalize-features", choices=("auto", "row", "none"), default="auto",
+                   help="row-normalize features (auto: only when all are >= 0)")
     p.add_argument("--split", type=int, default=_DEFAULTS["split"], help="which of the dataset's splits to use")
     p.add_argument("--latency-ms", type=float, default=0.0, help="simulated worker network latency (local backend)")
     p.add_argument("--bandwidth-mbps", type=float, default=0.0, help="simulated per-worker bandwidth (local backend)")
@@ -70,6 +72,7 @@ def config_from_args(args) -> TrainConfig:
         num_parameter_servers=args.parameter_servers,
         seed=args.seed,
         split=args.split,
+        normalize_features=args.normalize_features,
         latency_ms=args.latency_ms,
         bandwidth_mbps=args.bandwidth_mbps,
     )

@@ -47,6 +47,9 @@ class TrainConfig:
     num_parameter_servers: int = 1
     seed: int = 0
     split: int = 0  # which of the dataset's splits trains and evaluates
+    # "auto": divide each feature row by its sum (Kipf and Welling's preprocessing) only when
+    # every feature is >= 0, as for bag-of-words; on signed features it scrambles the signal
+    normalize_features: str = "auto"
     worker_memory_mb: int = 3008  # what a Lambda would be configured with (for cost)
     relaunch_ratio: float = 5.0  # relaunch a tensor task running longer than ratio x average...
     relaunch_min_s: float = 10.0  # ...and longer than this (the first tasks include worker start-up)
@@ -134,6 +137,8 @@ def _validate(c: TrainConfig) -> None:
         bad(f"dropout {c.dropout} must be in [0, 1)")
     if not c.lr > 0:
         bad(f"learning rate {c.lr} must be positive")
+    if c.normalize_features not in ("auto", "row", "none"):
+        bad(f"normalize_features {c.normalize_features!r}; use auto, row or none")
     if c.weight_decay < 0:
         bad(f"weight decay {c.weight_decay} must be >= 0")
     if c.epochs < 1:

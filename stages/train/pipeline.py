@@ -39,11 +39,11 @@ class TrainResult:
     sizes: list[int]
 
 
-def model_spec(cfg: TrainConfig, sizes: list[int], num_train: int) -> dict:
+def model_spec(cfg: TrainConfig, sizes: list[int], num_train: int, row_normalize: bool = True) -> dict:
     """What every tensor task needs to know about the model (it travels in the event)."""
     return {
         "kind": cfg.model, "sizes": sizes, "activation": cfg.activation, "dropout": cfg.dropout, "seed": cfg.seed,
-        "streams": 2 if cfg.dropout > 0 else 1, "num_train": num_train, "normalize_features": True,
+        "streams": 2 if cfg.dropout > 0 else 1, "num_train": num_train, "normalize_features": row_normalize,
         "narrow_last": len(sizes) > 2,
         # in-process tensor tasks read the layer outputs the server holds; remote workers
         # rematerialize them instead of fetching them over their slow network (the paper's choice)
@@ -63,6 +63,12 @@ def split_counts(parts: PartitionSet, split: int) -> dict[int, int]:
     return counts
 
 
+def row_normalize(parts: PartitionSet, cfg: TrainConfig) -> bool:
+    if cfg.normalize_features != "auto":
+        return cfg.normalize_features == "row"
+    return all(float(np.min(parts.part(i).features, initial=0.0)) >= 0.0 for i in range(parts.num_parts))
+
+
 def run_training(folder, cfg: TrainConfig, client, torch_threads: int | None = None) -> TrainResult:
     parts = PartitionSet(folder)
     meta = parts.meta
@@ -75,7 +81,7 @@ def run_training(folder, cfg: TrainConfig, client, torch_threads: int | None = N
         raise DorylusError("model 'gat' is not available in this version of the train stage; use --model gcn")
     key = secrets.token_bytes(32)
     intervals = [max(1, min(cfg.intervals_per_server, int(p["num_local"]))) for p in meta["parts"]]
-    model = model_spec(cfg, sizes, counts[1])
+    model = model_spec(cfg, sizes, counts[1], row_normalize=row_normalize(parts, cfg))
     gs_cfg = {
         "split": cfg.split, "graph_threads": cfg.graph_threads, "backend": cfg.backend, "num_workers": cfg.num_workers,
         "relaunch_ratio": cfg.relaunch_ratio, "relaunch_min_s": cfg.relaunch_min_s, "epochs": cfg.epochs,

@@ -83,3 +83,28 @@ def test_bounded_staleness_accuracy_close_to_sync(cora_parts, dask_inprocess, tr
         final[mode] = np.mean([r["test_acc"] for r in rows[-20:]])
     assert abs(final["0"] - final["sync"]) <= 0.01, final
     assert abs(final["1"] - final["sync"]) <= 0.01, final
+
+
+def test_signed_features_are_not_row_normalized(train_store, dask_inprocess):
+    """Row normalization suits bag-of-words features; on signed features (the synthetic
+    graph's Gaussian noise around class means) it scrambles the signal."""
+    from stages.ingest import ingest
+    from stages.partition import partition
+    from stages.partition.layout import PartitionSet
+    from stages.train.pipeline import row_normalize
+
+    ds = ingest("synthetic:nodes=4000,avg_degree=10,features=32,classes=8,homophily=0.8,seed=0", store=train_store)
+    parts = partition(ds, 1, "hash", store=train_store)
+    assert not row_normalize(PartitionSet(parts.path()), TrainConfig())
+    acc = {}
+    for norm in ("auto", "row"):
+        cfg = TrainConfig(epochs=30, lr=0.05, dropout=0.0, normalize_features=norm)
+        acc[norm] = train(parts, cfg, store=train_store, client=dask_inprocess).summary["test_acc_at_best_val"]
+    assert acc["auto"] > 0.8 and acc["auto"] > acc["row"] + 0.15
+
+
+def test_bag_of_words_features_are_row_normalized(cora_parts):
+    from stages.partition.layout import PartitionSet
+    from stages.train.pipeline import row_normalize
+
+    assert row_normalize(PartitionSet(cora_parts(1).path()), TrainConfig())
