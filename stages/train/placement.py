@@ -35,7 +35,12 @@ def dask_client(num_parts: int, scheduler: str | None = None, processes: bool = 
             client.close()
         return
     where = {"host": "127.0.0.1"} if processes else {}  # in-process workers talk over inproc://
-    cluster = LocalCluster(n_workers=num_parts, threads_per_worker=2, processes=processes, dashboard_address=None, **where)
+    cluster = LocalCluster(
+        n_workers=num_parts, threads_per_worker=2, processes=processes, dashboard_address=None,
+        # the scheduler and workers serve HTTP routes even without a dashboard: keep them on loopback
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        worker_dashboard_address="127.0.0.1:0", **where,
+    )
     client = Client(cluster)
     try:
         yield client
