@@ -192,7 +192,7 @@ def _declared_parameters(cf, body: str) -> dict[str, dict]:
         pass
 
     Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
-    return dict((yaml.load(body, Loader=Loader) or {}).get("Parameters") or {})
+    return dict((yaml.load(body, Loader=Loader) or {}).get("Parameters") or {})  # safe: a SafeLoader
 
 
 def _describe(cf, stack: str) -> dict | None:
