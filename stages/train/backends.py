@@ -40,6 +40,9 @@ class Invoker:
     def invoke(self, event: dict, inputs: list[np.ndarray]) -> tuple[dict, list[np.ndarray]] | None:
         raise NotImplementedError
 
+    def dispatch(self, send) -> None:
+        """Called by the graph server's io thread after each burst of messages."""
+
     def stop(self) -> None:
         pass
 
@@ -194,3 +197,10 @@ class LocalInvoker(Invoker):
                         self.pending.append(task_id)
             if self.pending:
                 self.server.wake()
+
+
+def make_invoker(server, cfg: dict) -> Invoker:
+    """The invoker of ``cfg["backend"]`` for one graph server."""
+    if cfg["backend"] == "local":
+        return LocalInvoker(server, cfg["num_workers"], cfg["relaunch_ratio"], cfg["relaunch_min_s"])
+    return CpuInvoker(server)

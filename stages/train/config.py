@@ -55,10 +55,19 @@ class TrainConfig:
     relaunch_min_s: float = 10.0  # ...and longer than this (the first tasks include worker start-up)
     latency_ms: float = 0.0  # simulated network between tensor workers and servers (local backend)
     bandwidth_mbps: float = 0.0  # 0 = unlimited
+    # lambda backend: the function that runs the tensor-worker handler
+    lambda_function: str = "dorylus-tensor-worker"
+    lambda_region: str | None = None  # None = boto3's default region
+    lambda_endpoint_url: str | None = None  # e.g. a local moto server
     faults: tuple = ()  # injected worker faults for tests: ({"task","epoch","layer","interval","kind"}, ...)
     preset: str | None = None
 
     # --- derived -----------------------------------------------------------------------
+    def lambda_settings(self) -> dict:
+        """What the graph servers' lambda invokers need (no credentials: boto3 finds those)."""
+        return {"function": self.lambda_function, "region": self.lambda_region, "endpoint_url": self.lambda_endpoint_url,
+                "memory_mb": self.worker_memory_mb}
+
     @property
     def staleness_bound(self) -> float | None:
         """None for sync, else the bound S (math.inf for unbounded)."""

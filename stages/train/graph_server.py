@@ -43,7 +43,7 @@ import zmq
 
 from stages.partition.layout import PartitionSet
 from stages.train import protocol as P
-from stages.train.backends import CpuInvoker, LocalInvoker
+from stages.train.backends import make_invoker
 from stages.train.parameter_server import PSClient
 
 log = logging.getLogger("dorylus.train.gs")
@@ -190,10 +190,7 @@ class GraphServer:
         self.wake_addr = f"inproc://gs-wake-{id(self)}"
         self.wake_sock = self.ctx.socket(zmq.PULL)
         self.wake_sock.bind(self.wake_addr)
-        if self.cfg["backend"] == "local":
-            self.invoker = LocalInvoker(self, self.cfg["num_workers"], self.cfg["relaunch_ratio"], self.cfg["relaunch_min_s"])
-        else:
-            self.invoker = CpuInvoker(self)
+        self.invoker = make_invoker(self, self.cfg)
         self.io = threading.Thread(target=self._serve, name=f"gs{self.index}-io", daemon=True)
         self.io.start()
         self.invoker.start()
@@ -283,8 +280,7 @@ class GraphServer:
                         self._handle(route[0].bytes, msg, send)
                     except Exception:
                         log.exception("graph server %d: bad message of kind %s dropped", self.index, msg.kind)
-            if isinstance(self.invoker, LocalInvoker):
-                self.invoker.dispatch(send)
+            self.invoker.dispatch(send)
         self.sock.close(0)
         self.wake_sock.close(0)
 
@@ -397,6 +393,7 @@ class GraphServer:
         return {
             "type": kind, "epoch": epoch, "layer": layer, "interval": iv.index, "part": self.index, "uid": iv.uid,
             "version": version, "version_next": version_next, "graph_server": self.address, "parameter_servers": self.ps_addresses,
+            "key": self.key.hex(),
             "model": self.model, "latency_ms": self.cfg["latency_ms"], "bandwidth_mbps": self.cfg["bandwidth_mbps"],
             "faults": self.cfg["faults"],
         }

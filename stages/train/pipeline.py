@@ -86,7 +86,7 @@ def run_training(folder, cfg: TrainConfig, client, torch_threads: int | None = N
         "split": cfg.split, "graph_threads": cfg.graph_threads, "backend": cfg.backend, "num_workers": cfg.num_workers,
         "relaunch_ratio": cfg.relaunch_ratio, "relaunch_min_s": cfg.relaunch_min_s, "epochs": cfg.epochs,
         "staleness_bound": cfg.staleness_bound, "latency_ms": cfg.latency_ms, "bandwidth_mbps": cfg.bandwidth_mbps,
-        "faults": [dict(f) for f in cfg.faults],
+        "faults": [dict(f) for f in cfg.faults], "lambda": cfg.lambda_settings(),
     }
     init = init_gcn_weights(sizes, cfg.seed)
     where = placement.workers(client)

@@ -8,7 +8,9 @@ authenticated data plane. The ``local`` backend runs this same handler in a pool
 separate processes (``python -m stages.train.worker``), with the same event AWS Lambda
 would get; the ``cpu`` backend runs ``run_task`` in the graph server's own threads.
 
-The data-plane key comes from the environment (``DORYLUS_DATA_KEY``), never the event.
+The event carries the per-run data-plane key (``key``, hex; a fresh one for every run),
+never AWS credentials. The local pool's processes get the same key from the environment
+(``DORYLUS_DATA_KEY``) to authenticate their own messages to the graph server.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ def _inject_fault(event: dict) -> None:
 
 
 def handler(event: dict, context=None) -> dict:
-    key = bytes.fromhex(os.environ[KEY_ENV])
+    key = bytes.fromhex(event["key"])
     network = Network(event.get("latency_ms", 0.0), event.get("bandwidth_mbps", 0.0))
     _inject_fault(event)
     task_id = int(event["task_id"])
