@@ -43,6 +43,7 @@ import zmq
 
 from stages.partition.layout import PartitionSet
 from stages.train import protocol as P
+from stages.train.autotune import TaskQueue
 from stages.train.backends import make_invoker
 from stages.train.parameter_server import PSClient
 
@@ -180,7 +181,7 @@ class GraphServer:
         self.dropped = 0
         self._stop = threading.Event()
         self._local = threading.local()
-        self.cpu_slot = threading.Semaphore(int(self.cfg["graph_threads"]))
+        self.cpu_slot = TaskQueue(int(self.cfg["graph_threads"]))  # the autotuner watches its queue
 
         self.ctx = zmq.Context.instance()
         self.sock = self.ctx.socket(zmq.ROUTER)
@@ -494,8 +495,7 @@ class GraphServer:
                     **{f"pred_{e}": self.preds.get(e, np.full(self.n, -1, np.int32)) for e in epochs}}
 
     def status(self) -> dict:
-        return {"errors": list(self.errors), "dropped": self.dropped,
-                "relaunched": getattr(self.invoker, "relaunched", 0), "duplicates": getattr(self.invoker, "duplicates", 0)}
+        return {"errors": list(self.errors), "dropped": self.dropped, **self.invoker.status()}
 
     def stop(self) -> None:
         self._stop.set()
