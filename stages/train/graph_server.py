@@ -42,6 +42,7 @@ import torch
 import zmq
 
 from stages.partition.layout import PartitionSet
+from stages.train import kernels
 from stages.train import protocol as P
 from stages.train.autotune import TaskQueue
 from stages.train.backends import make_invoker
@@ -130,19 +131,23 @@ class GraphServer:
         if self.model.get("normalize_features", True):
             sums = feats.sum(1, keepdims=True)
             np.divide(feats, sums, out=feats, where=sums != 0)
-        self.H = [np.zeros((self.n + self.g, sizes[0]), dtype=np.float32)]
-        self.H[0][: self.n] = feats
-        # With 2+ layers the last layer gathers H W (num_classes wide) instead of H: its
-        # "activation" buffers then hold H W, and the local H rows are kept for the backward.
-        self.narrow = self.model.get("narrow_last", False) and self.L >= 2
-        width = [sizes[l] for l in range(self.L)]
-        if self.narrow:
-            width[self.L - 1] = sizes[-1]
-            self.H_last = np.zeros((self.n, sizes[self.L - 1]), np.float32)
-        self.H += [np.zeros((self.n + self.g, width[l] * streams), np.float32) for l in range(1, self.L)]
-        self.A = [np.zeros((self.n, sizes[0]), np.float32)]
-        self.A += [np.zeros((self.n, width[l] * streams), np.float32) for l in range(1, self.L)]
-        self.dA = [None] + [np.zeros((self.n + self.h, width[l]), np.float32) for l in range(1, self.L)]
+        self.is_gat = self.model["kind"] == "gat"
+        self.narrow = not self.is_gat and self.model.get("narrow_last", False) and self.L >= 2
+        if self.is_gat:
+            self._gat_buffers(feats)
+        else:
+            self.H = [np.zeros((self.n + self.g, sizes[0]), dtype=np.float32)]
+            self.H[0][: self.n] = feats
+            # With 2+ layers the last layer gathers H W (num_classes wide) instead of H: its
+            # "activation" buffers then hold H W, and the local H rows are kept for the backward.
+            width = [sizes[l] for l in range(self.L)]
+            if self.narrow:
+                width[self.L - 1] = sizes[-1]
+                self.H_last = np.zeros((self.n, sizes[self.L - 1]), np.float32)
+            self.H += [np.zeros((self.n + self.g, width[l] * streams), np.float32) for l in range(1, self.L)]
+            self.A = [np.zeros((self.n, sizes[0]), np.float32)]
+            self.A += [np.zeros((self.n, width[l] * streams), np.float32) for l in range(1, self.L)]
+            self.dA = [None] + [np.zeros((self.n + self.h, width[l]), np.float32) for l in range(1, self.L)]
         self.preds: dict[int, np.ndarray] = {}
 
         counts = self.spec["intervals_per_part"]
@@ -155,9 +160,13 @@ class GraphServer:
         self.recv_bwd = {j: np.asarray(part.recv_bwd(j), dtype=np.int64) for j in peers}
         send_fwd = {j: np.asarray(part.send_fwd(j), dtype=np.int64) for j in peers}
         send_bwd = {j: np.asarray(part.send_bwd(j), dtype=np.int64) for j in peers}
+        self.send_fwd = send_fwd
         for iv in self.intervals:
-            iv.adj_in = _csr_rows(part.in_indptr, part.in_indices, part.in_weights, iv.a, iv.b, self.n + self.g)
-            iv.adj_out = _csr_rows(part.out_indptr, part.out_indices, part.out_weights, iv.a, iv.b, self.n + self.h)
+            if self.is_gat:
+                self._gat_interval(iv)
+            else:
+                iv.adj_in = _csr_rows(part.in_indptr, part.in_indices, part.in_weights, iv.a, iv.b, self.n + self.g)
+                iv.adj_out = _csr_rows(part.out_indptr, part.out_indices, part.out_weights, iv.a, iv.b, self.n + self.h)
             for j in peers:
                 for lists, out in ((send_fwd, iv.send_fwd), (send_bwd, iv.send_bwd)):
                     if len(lists[j]):
@@ -168,10 +177,14 @@ class GraphServer:
         self.expect_bwd = sum(counts[j] for j in peers if len(self.recv_bwd[j]))
         self.sent_fwd_peers = [j for j in peers if len(send_fwd[j])]
         self.sent_bwd_peers = [j for j in peers if len(send_bwd[j])]
+        # GAT: a peer holding some of our vertices as ghosts sends their gradient contributions
+        self.expect_grad = len(self.sent_fwd_peers)
+        self.grad_peers = [j for j in peers if len(self.recv_fwd[j])]
 
         self.cond = threading.Condition()
         self.fwd_local, self.fwd_ghost = defaultdict(int), defaultdict(int)
         self.bwd_local, self.bwd_ghost = defaultdict(int), defaultdict(int)
+        self.grad_local, self.grad_recv = defaultdict(int), defaultdict(int)  # GAT gradient sums
         self.stats: dict[int, EpochStats] = defaultdict(EpochStats)
         self.min_done = 0
         self.stop_after: int | None = None
@@ -239,7 +252,7 @@ class GraphServer:
         self._local.wake.send(b"")
 
     @contextmanager
-    def _task(self, name: str, epoch: int):
+    def _task(self, name: str, epoch: int, count: bool = True):
         t0 = time.perf_counter()
         try:
             yield
@@ -247,7 +260,7 @@ class GraphServer:
             with self.cond:
                 st = self.stats[epoch]
                 st.task_time[name] += time.perf_counter() - t0
-                st.task_count[name] += 1
+                st.task_count[name] += int(count)
 
     def _wait(self, ready) -> bool:
         """Block until ``ready()`` (checked under the lock) or stop; returns False on stop."""
@@ -295,6 +308,8 @@ class GraphServer:
             with self.cond:
                 (self.fwd_ghost if fwd else self.bwd_ghost)[(l, msg.epoch)] += 1
                 self.cond.notify_all()
+        elif msg.kind == P.GHOST_GRAD:
+            self._receive_ghost_grad(msg)
         elif msg.kind == P.CONTROL:
             with self.cond:
                 self.min_done = max(self.min_done, int(msg.info.get("min_done", 0)))
@@ -333,13 +348,14 @@ class GraphServer:
 
     def _interval_main(self, iv: VertexInterval) -> None:
         try:
-            if iv.index == 0:
+            if iv.index == 0 and not self.is_gat:  # GAT's layer 0 starts from the features
                 self._layer0_gather_all()
             if not self._wait(lambda: self.layer0_ready):
                 return
             epoch = 1
+            step = self._gat_forward_backward if self.is_gat else self._forward_backward
             while self._gate(iv, epoch):
-                self._forward_backward(iv, epoch)
+                step(iv, epoch)
                 self._interval_done(epoch)
                 epoch += 1
         except _Stopped:
@@ -480,13 +496,162 @@ class GraphServer:
                 return
             report = st.report()
             del self.stats[epoch]
-            for d in (self.fwd_local, self.fwd_ghost, self.bwd_local, self.bwd_ghost):
+            for d in (self.fwd_local, self.fwd_ghost, self.bwd_local, self.bwd_ghost, self.grad_local, self.grad_recv):
                 for key in [k for k in d if k[1] < epoch - 1]:
                     del d[key]
         self._send_progress(report, epoch)
 
     def _send_progress(self, info: dict, epoch: int) -> None:
         P.send(self._coord_sock(), self.key, P.Message(P.PROGRESS, epoch=epoch, part=self.index, info=info))
+
+    # --- GAT ----------------------------------------------------------------------------------
+    # Per layer l (heads h, width d; the streams side by side as extra heads, training first):
+    #   AV(l)   Z, s_src, s_dst of the interval's rows         -> H[l] rows [Z | s_src], s_dst
+    #   SC(l)   boundary rows of [Z | s_src] to the peers that hold them as ghosts
+    #   AE(l)   alpha of the interval's in-edges (self loops included), attention dropout
+    #   GA(l)   A[l] = sum_u alpha_uv Z_u per head (local and ghost sources)
+    # then the loss task on the last layer's A, and backward per layer:
+    #   GA_b(l) d_alpha per edge; alpha dOut added into the sources' rows of grad[(l, epoch)]
+    #   AE_b(l) ds_src per edge (added into the sources' rows), ds_dst per row
+    #   SC_b(l) once every local interval has added its part: the ghost rows to their owners
+    #           (GHOST_GRAD), which add them to their own sums
+    #   AV_b(l) the gradients of W, a_src, a_dst to the parameter server, dA of layer l-1
+    # A source's gradient is a sum over all its out-edges, so AV_b always waits for every
+    # local interval (partial sums are no stale value). Sync mode also waits for every
+    # peer's contributions of the epoch; with a staleness bound AV_b takes each peer's
+    # latest contributions that have arrived (the epoch's, or an earlier one), as the
+    # forward Gathers take whatever ghost rows have arrived.
+    def _gat_buffers(self, feats: np.ndarray) -> None:
+        streams, sizes = self.model["streams"], self.model["sizes"]
+        self.gat_layers = [kernels.gat_layer(sizes, self.model["heads"], l) for l in range(self.L)]
+        self.X = feats
+        self.H = [np.zeros((self.n + self.g, streams * h * (d + 1)), np.float32) for h, d, _ in self.gat_layers]
+        self.A = [np.zeros((self.n, streams * h * d), np.float32) for h, d, _ in self.gat_layers]
+        self.grad: dict[tuple[int, int], np.ndarray] = {}  # (layer, epoch) -> [dZ | ds_src] rows, local then ghosts
+        self.grad_read = defaultdict(int)
+        self.grad_remote: dict[tuple[int, int], dict[int, np.ndarray]] = defaultdict(dict)  # (layer, peer) -> {epoch: rows}
+        self.grad_lock = threading.Lock()
+        self.layer0_ready = True
+        cols = np.concatenate([self.vertices, np.asarray(self.part.ghosts, np.int64)])
+        self.column_ids = cols  # global id of every CSR column
+
+    def _gat_interval(self, iv: VertexInterval) -> None:
+        part = self.part
+        lo, hi = int(part.in_indptr[iv.a]), int(part.in_indptr[iv.b])
+        iv.indptr = np.asarray(part.in_indptr[iv.a : iv.b + 1], np.int64) - lo
+        iv.indices = np.asarray(part.in_indices[lo:hi], np.int64)
+        iv.source_ids = self.column_ids[iv.indices]
+        iv.saved = {}  # layer -> (alpha, s_src per edge, s_dst) of the training heads, for the backward
+
+    def _receive_ghost_grad(self, msg: P.Message) -> None:
+        j, rows = msg.part, msg.arrays[0]
+        if j not in self.send_fwd or rows.shape[0] != len(self.send_fwd[j]) or rows.ndim != 2 \
+                or not 0 <= msg.layer < self.L or rows.shape[1] != self._grad_width(msg.layer):
+            log.warning("graph server %d: GHOST_GRAD of a wrong shape from part %s dropped", self.index, j)
+            return
+        with self.cond:
+            slots = self.grad_remote[(msg.layer, j)]
+            slots[msg.epoch] = np.array(rows)  # own the data: zmq reuses the frame
+            older = [e for e in slots if e <= self.min_done]
+            for e in sorted(older)[:-1]:  # the newest finished epoch stays as a fallback
+                del slots[e]
+            self.grad_recv[(msg.layer, msg.epoch)] += 1
+            self.cond.notify_all()
+
+    def _grad_width(self, layer: int) -> int:
+        h, d, _ = self.gat_layers[layer]
+        return h * (d + 1)
+
+    def _gat_forward_backward(self, iv: VertexInterval, epoch: int) -> None:
+        a, b, L = iv.a, iv.b, self.L
+        sync = self._sync(epoch)
+        gids = self.vertices[a:b]
+        streams = self.model["streams"]
+        version = (epoch - 1) if sync and self.cfg["staleness_bound"] is None else -1
+        versions = {}
+        indptr, indices = torch.from_numpy(iv.indptr), torch.from_numpy(iv.indices)
+        for l in range(L):
+            h, d, _ = self.gat_layers[l]
+            x = self.X[a:b] if l == 0 else self.A[l - 1][a:b]
+            info, (zs, s_dst) = self._tensor("AV", iv, l, epoch, version, [x, gids])
+            versions[l] = info["version"]
+            with self._task("SC", epoch):
+                self.H[l][a:b] = zs
+                sent = self._scatter(P.GHOST_FWD, iv, l, epoch, lambda r: self.H[l][r])
+            with self.cond:
+                self.stats[epoch].bytes_ss += sent
+                self.fwd_local[(l, epoch)] += 1
+                self.cond.notify_all()
+            if sync and not self._wait(lambda: self.fwd_local[(l, epoch)] >= len(self.intervals)
+                                       and self.fwd_ghost[(l, epoch)] >= self.expect_fwd):
+                raise _Stopped()
+            zw = streams * h * d
+            s_src_e = self.H[l][iv.indices, zw:]
+            _, (alpha,) = self._tensor("AE", iv, l, epoch, -1, [iv.indptr, s_src_e, s_dst, iv.source_ids, gids])
+            with self._task("GA", epoch), self.cpu_slot:
+                z = torch.from_numpy(self.H[l])[:, :zw]
+                self.A[l][a:b] = kernels.attention_gather(indptr, indices, torch.from_numpy(alpha), z, streams * h).numpy()
+            iv.saved[l] = (np.ascontiguousarray(alpha[:, :h]), np.ascontiguousarray(s_src_e[:, :h]),
+                           np.ascontiguousarray(s_dst[:, :h]))
+        info, (dout, pred) = self._tensor("LOSS", iv, L - 1, epoch, -1,
+                                          [self.A[L - 1][a:b], gids, self.labels[a:b], self.split[a:b]])
+        with self.cond:
+            st = self.stats[epoch]
+            st.loss_sum += info["loss_sum"]
+            st.correct = [x + y for x, y in zip(st.correct, info["correct"])]
+            self.preds.setdefault(epoch, np.full(self.n, -1, np.int32))[a:b] = pred
+        for l in range(L - 1, -1, -1):
+            h, d, width = self.gat_layers[l]
+            alpha, s_src_e, s_dst = iv.saved.pop(l)
+            key = (l, epoch)
+            with self._task("GA_b", epoch), self.cpu_slot:
+                z = torch.from_numpy(self.H[l])[:, : h * d]  # the training stream's Z
+                d_alpha, dz_e = kernels.attention_gather_backward_edges(indptr, indices, torch.from_numpy(alpha), z, h,
+                                                                        torch.from_numpy(dout))
+            _, (ds_src_e, ds_dst) = self._tensor("AE_b", iv, l, epoch, -1,
+                                                 [iv.indptr, s_src_e, s_dst, d_alpha.numpy(), iv.source_ids, gids])
+            with self._task("GA_b", epoch, count=False), self.grad_lock:  # add into the sources' sums (shared by the intervals)
+                if key not in self.grad:
+                    self.grad[key] = np.zeros((self.n + self.g, self._grad_width(l)), np.float32)
+                g = torch.from_numpy(self.grad[key])
+                g[:, : h * d].index_add_(0, indices, dz_e)
+                g[:, h * d :].index_add_(0, indices, torch.from_numpy(ds_src_e))
+            with self.cond:
+                self.grad_local[key] += 1
+                complete = self.grad_local[key] == len(self.intervals)
+                self.cond.notify_all()
+            if complete:  # the last local interval sends the ghosts' sums to their owners
+                with self._task("SC_b", epoch):
+                    sent = 0
+                    for j in self.grad_peers:
+                        rows = self.grad[key][self.n + self.recv_fwd[j]]
+                        msg = P.Message(P.GHOST_GRAD, epoch=epoch, layer=l, part=self.index, arrays=[rows])
+                        sent += P.send(self._peer_sock(j), self.key, msg)
+                with self.cond:
+                    self.stats[epoch].bytes_ss += sent
+            if not self._wait(lambda: self.grad_local[key] >= len(self.intervals)
+                              and (not sync or self.grad_recv[key] >= self.expect_grad)):
+                raise _Stopped()
+            x = self.X[a:b] if l == 0 else self.A[l - 1][a:b, :width]
+            info, arrays = self._tensor("AV_b", iv, l, epoch, versions[l], [x, gids, self._gat_grad_rows(iv, l, epoch), ds_dst])
+            dout = arrays[0] if l > 0 else None
+
+    def _gat_grad_rows(self, iv: VertexInterval, layer: int, epoch: int) -> np.ndarray:
+        """The interval's summed [dZ | ds_src] rows: local contributions and the peers'."""
+        key = (layer, epoch)
+        rows = self.grad[key][iv.a : iv.b].copy()
+        with self.cond:
+            for j, (pos, local) in iv.send_fwd.items():
+                slots = self.grad_remote.get((layer, j), {})
+                have = [e for e in slots if e == epoch] or sorted(e for e in slots if e < epoch)[-1:] or sorted(slots)[:1]
+                if have:
+                    np.add.at(rows, local - iv.a, slots[have[0]][pos])
+            self.grad_read[key] += 1
+            if self.grad_read[key] == len(self.intervals):
+                del self.grad_read[key]
+                with self.grad_lock:
+                    del self.grad[key]
+        return rows
 
     # --- results ----------------------------------------------------------------------------------
     def predictions(self, epochs: list[int]) -> dict:

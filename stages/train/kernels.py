@@ -48,6 +48,23 @@ def dropout_mask(seed: int, epoch: int, layer: int, global_ids: np.ndarray, dim:
     return bank.unfold(0, dim, 1)[torch.from_numpy(offsets.astype(np.int64))]
 
 
+ATTENTION_LAYER = 1 << 20  # offsets the layer of attention masks: their banks differ from the features'
+
+
+def edge_ids(src_gids: np.ndarray, dst_gids: np.ndarray) -> np.ndarray:
+    """One uint32 key per edge from the global ids of its ends (for ``dropout_mask``)."""
+    with np.errstate(over="ignore"):
+        d = _mix32(np.asarray(dst_gids).astype(np.uint32) * np.uint32(0x85EBCA77))
+        return np.asarray(src_gids).astype(np.uint32) * np.uint32(0x9E3779B1) ^ d
+
+
+def attention_dropout_mask(seed: int, epoch: int, layer: int, src_gids, dst_gids, heads: int, p: float):
+    """GAT's dropout of attention coefficients: a (edges, heads) mask, a pure function of
+    (seed, epoch, layer, global source, global destination, head), so any partitioning and
+    interval cut drop the same coefficients as the full-graph reference model."""
+    return dropout_mask(seed, epoch, ATTENTION_LAYER + layer, edge_ids(src_gids, dst_gids), heads, p)
+
+
 # --- activations ------------------------------------------------------------------------
 def activate(name: str, z: torch.Tensor) -> torch.Tensor:
     if name == "relu":
@@ -188,19 +205,34 @@ def edge_attention_backward(indptr, s_src_e, s_dst, alpha, d_alpha, slope: float
 
 
 def attention_gather(indptr, indices, alpha, z, heads: int):
-    """GA of GAT: out_v = sum_u alpha_uv Z_u, per head."""
+    """GA of GAT: out_v = sum_u alpha_uv Z_u, per head. ``z`` may be a strided view (the
+    Z columns of a graph server's [Z | s_src] buffer): only the edges' source rows are read."""
     rows = _rows_of_edges(indptr)
-    zh = z.view(len(z), heads, -1)
-    out = torch.zeros(len(indptr) - 1, heads, zh.shape[2], dtype=z.dtype)
-    out.index_add_(0, rows, alpha[..., None] * zh[indices])
+    zs = z[indices].view(len(indices), heads, -1)
+    out = torch.zeros(len(indptr) - 1, heads, zs.shape[2], dtype=z.dtype)
+    out.index_add_(0, rows, alpha[..., None] * zs)
     return out.reshape(len(indptr) - 1, -1)
+
+
+def attention_gather_backward_edges(indptr, indices, alpha, z, heads: int, dout):
+    """Backward GA of GAT per edge: d_alpha (edges, heads) and each edge's contribution
+    alpha_uv dOut_v to its source's dZ (edges, heads*d), which the caller sums per source."""
+    rows = _rows_of_edges(indptr)
+    zs = z[indices].view(len(indices), heads, -1)
+    douth = dout.view(len(dout), heads, -1)[rows]
+    return (douth * zs).sum(-1), (alpha[..., None] * douth).reshape(len(indices), -1)
 
 
 def attention_gather_backward(indptr, indices, alpha, z, heads: int, dout):
     """Backward GA of GAT: gradients of alpha (per edge) and of Z (per source row)."""
-    rows = _rows_of_edges(indptr)
-    zh = z.view(len(z), heads, -1)
-    douth = dout.view(len(dout), heads, -1)
-    d_alpha = (douth[rows] * zh[indices]).sum(-1)
-    dz = torch.zeros_like(zh).index_add_(0, indices, alpha[..., None] * douth[rows])
-    return d_alpha, dz.reshape(len(z), -1)
+    d_alpha, contrib = attention_gather_backward_edges(indptr, indices, alpha, z, heads, dout)
+    return d_alpha, torch.zeros(len(z), contrib.shape[1], dtype=z.dtype).index_add_(0, indices, contrib)
+
+
+def gat_layer(sizes: list[int], heads: int, layer: int) -> tuple[int, int, int]:
+    """(heads, width per head, input width) of a GAT layer: hidden layers concatenate
+    ``heads`` heads, the last layer has one."""
+    last = len(sizes) - 2
+    h = heads if layer < last else 1
+    width_in = sizes[0] if layer == 0 else heads * sizes[layer]
+    return h, sizes[layer + 1], width_in

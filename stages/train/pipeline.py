@@ -23,7 +23,7 @@ from stages.train.config import TrainConfig
 from stages.train.coordinator import Coordinator, TrainingFailed
 from stages.train.graph_server import GraphServer
 from stages.train.parameter_server import ParameterServer
-from stages.train.reference import init_gcn_weights
+from stages.train.reference import init_gat_weights, init_gcn_weights
 
 log = logging.getLogger("dorylus.train")
 
@@ -44,7 +44,8 @@ def model_spec(cfg: TrainConfig, sizes: list[int], num_train: int, row_normalize
     return {
         "kind": cfg.model, "sizes": sizes, "activation": cfg.activation, "dropout": cfg.dropout, "seed": cfg.seed,
         "streams": 2 if cfg.dropout > 0 else 1, "num_train": num_train, "normalize_features": row_normalize,
-        "narrow_last": len(sizes) > 2,
+        "narrow_last": len(sizes) > 2 and cfg.model == "gcn",
+        "heads": cfg.heads, "negative_slope": cfg.negative_slope,  # GAT
         # in-process tensor tasks read the layer outputs the server holds; remote workers
         # rematerialize them instead of fetching them over their slow network (the paper's choice)
         "reuse_output": cfg.backend == "cpu",
@@ -77,8 +78,6 @@ def run_training(folder, cfg: TrainConfig, client, torch_threads: int | None = N
     counts = split_counts(parts, cfg.split)
     if counts[1] == 0:
         raise DorylusError(f"split {cfg.split} has no labeled training vertices: nothing to train on")
-    if cfg.model != "gcn":
-        raise DorylusError("model 'gat' is not available in this version of the train stage; use --model gcn")
     key = secrets.token_bytes(32)
     intervals = [max(1, min(cfg.intervals_per_server, int(p["num_local"]))) for p in meta["parts"]]
     model = model_spec(cfg, sizes, counts[1], row_normalize=row_normalize(parts, cfg))
@@ -88,7 +87,8 @@ def run_training(folder, cfg: TrainConfig, client, torch_threads: int | None = N
         "staleness_bound": cfg.staleness_bound, "latency_ms": cfg.latency_ms, "bandwidth_mbps": cfg.bandwidth_mbps,
         "faults": [dict(f) for f in cfg.faults], "lambda": cfg.lambda_settings(),
     }
-    init = init_gcn_weights(sizes, cfg.seed)
+    init = init_gat_weights(sizes, cfg.heads, cfg.seed) if cfg.model == "gat" else init_gcn_weights(sizes, cfg.seed)
+    names = ("weights", "att_src", "att_dst") if cfg.model == "gat" else ("weights",)
     where = placement.workers(client)
     threads = torch_threads if torch_threads is not None else max(1, (os.cpu_count() or 1) // P)
 
@@ -96,7 +96,7 @@ def run_training(folder, cfg: TrainConfig, client, torch_threads: int | None = N
     coordinator = Coordinator(key, P, cfg, counts)
     try:
         for i in range(cfg.num_parameter_servers):
-            layers = {l: [[f"weights.{l}", init[f"weights.{l}"].numpy()]] for l in range(len(sizes) - 1)
+            layers = {l: [[f"{n}.{l}", init[f"{n}.{l}"].numpy()] for n in names] for l in range(len(sizes) - 1)
                       if l % cfg.num_parameter_servers == i}
             spec = {"key": key.hex(), "layers": layers, "num_intervals": sum(intervals), "lr": cfg.lr,
                     "weight_decay": cfg.weight_decay, "eps": cfg.adam_eps}

@@ -31,11 +31,12 @@ DESC = struct.Struct("<Bxxxqq")
 DTYPES = [np.dtype(t) for t in ("float32", "int32", "int64", "int8", "uint8", "float64", "bool")]
 MAX_ARRAYS = 64
 
-# message kinds
-GHOST_FWD, GHOST_BWD, READY, EVENT, FETCH, REPLY, RESULT, GET_WEIGHTS, PUSH_GRAD, ACK, PROGRESS, CONTROL = range(1, 13)
+# message kinds. GHOST_GRAD carries a GAT layer's gradient contributions to ghost
+# sources back to their owner, which adds them to its own (GHOST_BWD rows replace).
+GHOST_FWD, GHOST_BWD, READY, EVENT, FETCH, REPLY, RESULT, GET_WEIGHTS, PUSH_GRAD, ACK, PROGRESS, CONTROL, GHOST_GRAD = range(1, 14)
 KIND_NAMES = {v: k for k, v in dict(
     GHOST_FWD=GHOST_FWD, GHOST_BWD=GHOST_BWD, READY=READY, EVENT=EVENT, FETCH=FETCH, REPLY=REPLY, RESULT=RESULT,
-    GET_WEIGHTS=GET_WEIGHTS, PUSH_GRAD=PUSH_GRAD, ACK=ACK, PROGRESS=PROGRESS, CONTROL=CONTROL).items()}
+    GET_WEIGHTS=GET_WEIGHTS, PUSH_GRAD=PUSH_GRAD, ACK=ACK, PROGRESS=PROGRESS, CONTROL=CONTROL, GHOST_GRAD=GHOST_GRAD).items()}
 
 
 class BadMessage(Exception):

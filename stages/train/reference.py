@@ -120,25 +120,45 @@ def init_gat_weights(sizes: list[int], heads: int, seed: int) -> dict[str, torch
     return out
 
 
+def gat_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The edges a GAT layer attends over, as the partition's in-CSR holds them: every
+    edge (src, dst) as given (a kept self loop or duplicate stays) plus one self loop per vertex."""
+    loops = np.arange(num_nodes, dtype=np.int64)
+    return (torch.from_numpy(np.concatenate([np.asarray(src, np.int64), loops])),
+            torch.from_numpy(np.concatenate([np.asarray(dst, np.int64), loops])))
+
+
 class ReferenceGAT(nn.Module):
     """Full-graph GAT (Velickovic et al.): multi-head attention softmax-normalized over each
     vertex's in-neighbours (self loop included), ELU between layers, concatenated hidden
-    heads, one head in the last layer. ``edges`` are (src, dst) including self loops."""
+    heads, one head in the last layer, no bias. ``edges`` are (src, dst) including self
+    loops (``gat_edges``).
 
-    def __init__(self, sizes: list[int], heads: int = 8, negative_slope: float = 0.2, seed: int = 0):
+    With ``epoch`` (1-based) the training forward: dropout on every layer's input and on
+    the attention coefficients, with the pipeline's deterministic masks
+    (``kernels.dropout_mask``, ``kernels.attention_dropout_mask``)."""
+
+    def __init__(self, sizes: list[int], heads: int = 8, negative_slope: float = 0.2, dropout: float = 0.0, seed: int = 0):
         super().__init__()
-        self.sizes, self.heads, self.slope = list(sizes), heads, negative_slope
+        self.sizes, self.heads, self.slope, self.dropout, self.seed = list(sizes), heads, negative_slope, dropout, seed
         init = init_gat_weights(self.sizes, heads, seed)
         n = len(sizes) - 1
         self.weights = nn.ParameterList([nn.Parameter(init[f"weights.{l}"]) for l in range(n)])
         self.att_src = nn.ParameterList([nn.Parameter(init[f"att_src.{l}"]) for l in range(n)])
         self.att_dst = nn.ParameterList([nn.Parameter(init[f"att_dst.{l}"]) for l in range(n)])
 
-    def forward(self, src: torch.Tensor, dst: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, edges: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
+        src, dst = edges
         h = x
         n = x.shape[0]
+        ids = np.arange(n)
         for l, w in enumerate(self.weights):
             heads = self.att_src[l].shape[0]
+            if l > 0:
+                h = nn.functional.elu(h)
+            if epoch is not None:
+                mask = kernels.dropout_mask(self.seed, epoch, l, ids, h.shape[1], self.dropout)
+                h = h if mask is None else h * mask
             z = (h @ w).view(n, heads, -1)
             s_src = (z * self.att_src[l]).sum(-1)
             s_dst = (z * self.att_dst[l]).sum(-1)
@@ -147,8 +167,9 @@ class ReferenceGAT(nn.Module):
                 0, dst[:, None].expand_as(e), e.detach(), "amax")
             ex = torch.exp(e - top[dst])
             alpha = ex / torch.zeros(n, heads, dtype=e.dtype).index_add(0, dst, ex)[dst]
+            if epoch is not None:
+                amask = kernels.attention_dropout_mask(self.seed, epoch, l, src.numpy(), dst.numpy(), heads, self.dropout)
+                alpha = alpha if amask is None else alpha * amask.to(alpha.dtype)
             h = torch.zeros(n, heads, z.shape[2], dtype=z.dtype).index_add(0, dst, alpha[..., None] * z[src])
             h = h.reshape(n, -1)
-            if l < len(self.weights) - 1:
-                h = nn.functional.elu(h)
         return h

@@ -62,6 +62,12 @@ def run_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[dict,
     t0 = time.perf_counter()
     m = event["model"]
     kind, layer, epoch = event["type"], event["layer"], event["epoch"]
+    if m["kind"] == "gat" and kind != "LOSS":
+        try:
+            version, out = _run_gat_task(event, inputs, ps)
+        except _Aborted:
+            return {"aborted": True}, []
+        return {"version": version, "duration": time.perf_counter() - t0}, out
     streams, p, act, sizes = m["streams"], m["dropout"], m["activation"], m["sizes"]
     last = len(sizes) - 2
     narrow = m.get("narrow_last", False) and layer == last - 1  # this layer also applies the last W
@@ -135,6 +141,69 @@ def run_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[dict,
     info["version"] = version
     info["duration"] = time.perf_counter() - t0
     return info, out
+
+
+def _run_gat_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[int, list[np.ndarray]]:
+    """One GAT tensor task (layer l: ``heads`` heads of width d; streams side by side,
+    training first). Returns (weight version read or -1, result arrays).
+
+    AV   [A or X, ids] -> [Z | s_src] rows (streams*heads*d + streams*heads), s_dst:
+         X = drop(act(A)) (layer 0: drop(features)); Z = X W, s = <Z, a_src/a_dst> per head
+    AE   [indptr, s_src per edge, s_dst, source ids per edge, ids] -> alpha per edge and
+         head, with the training heads' attention dropout
+    AE_b [indptr, s_src per edge, s_dst, d_alpha, source ids per edge, ids] (training
+         heads) -> ds_src per edge, ds_dst per row (alpha is rematerialized)
+    AV_b [A or X (training stream), ids, [dZ | ds_src] rows, ds_dst] -> dA (none at layer 0);
+         pushes the gradients of W, a_src, a_dst
+    """
+    m = event["model"]
+    kind, layer, epoch = event["type"], event["layer"], event["epoch"]
+    heads, d, width = kernels.gat_layer(m["sizes"], m["heads"], layer)
+    p, act, slope, seed = m["dropout"], m["activation"], m["negative_slope"], m["seed"]
+
+    def weights(version: int, stash: bool):
+        got = ps.get(layer, version, stash=stash)
+        if got is None:
+            raise _Aborted()
+        return got[0], [_t(x) for x in got[1]]
+
+    def attention_mask(indptr, src_ids, ids):
+        dst_ids = np.asarray(ids)[kernels._rows_of_edges(indptr).numpy()]
+        return kernels.attention_dropout_mask(seed, epoch, layer, src_ids, dst_ids, heads, p)
+
+    if kind == "AV":
+        a, ids = _t(inputs[0]), inputs[1]
+        version, (w, att_src, att_dst) = weights(event["version"], True)
+        xs = [a[:, :width], a[:, width:]] if a.shape[1] > width else [a] * m["streams"]
+        if layer > 0:
+            xs = [kernels.activate(act, x) for x in xs]
+        xs[0] = kernels._masked(xs[0], kernels.dropout_mask(seed, epoch, layer, ids, width, p))
+        proj = [kernels.gat_project(x, w, att_src, att_dst, heads) for x in xs]
+        zs = torch.cat([z for z, _, _ in proj] + [s for _, s, _ in proj], dim=1)
+        return version, [zs.numpy(), torch.cat([s for _, _, s in proj], dim=1).numpy()]
+    if kind == "AE":
+        indptr, s_src_e, s_dst = _t(inputs[0]), _t(inputs[1]), _t(inputs[2])
+        alpha = kernels.edge_attention(indptr, s_src_e, s_dst, slope)
+        mask = attention_mask(indptr, inputs[3], inputs[4])
+        if mask is not None:
+            alpha[:, :heads] *= mask
+        return -1, [alpha.numpy()]
+    if kind == "AE_b":
+        indptr, s_src_e, s_dst, d_alpha = _t(inputs[0]), _t(inputs[1]), _t(inputs[2]), _t(inputs[3])
+        alpha = kernels.edge_attention(indptr, s_src_e, s_dst, slope)
+        d_alpha = kernels._masked(d_alpha, attention_mask(indptr, inputs[4], inputs[5]))
+        ds_src_e, ds_dst = kernels.edge_attention_backward(indptr, s_src_e, s_dst, alpha, d_alpha, slope)
+        return -1, [ds_src_e.numpy(), ds_dst.numpy()]
+    if kind == "AV_b":
+        a, ids, g, ds_dst = _t(inputs[0]), inputs[1], _t(inputs[2]), _t(inputs[3])
+        version = event["version"]
+        _, (w, att_src, att_dst) = weights(version, False)
+        mask = kernels.dropout_mask(seed, epoch, layer, ids, width, p)
+        x = kernels._masked(kernels.activate(act, a) if layer > 0 else a, mask)
+        dw, d_src, d_dst, dx = kernels.gat_project_backward(x, w, att_src, att_dst, heads, g[:, : heads * d], g[:, heads * d :], ds_dst)
+        ps.push(layer, epoch, event["uid"], version, [dw.numpy(), d_src.numpy(), d_dst.numpy()])
+        return version, [kernels.activate_grad(act, a, kernels._masked(dx, mask)).numpy()] if layer > 0 else []
+    raise ValueError(f"unknown GAT tensor task {kind!r}")
 
 
 class _Aborted(Exception):

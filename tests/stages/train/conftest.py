@@ -14,7 +14,7 @@ from stages.ingest.dataset import IngestedGraph
 from stages.partition import partition
 from stages.store import ArtifactStore
 from stages.train import placement
-from stages.train.reference import ReferenceGCN, normalized_adjacency, train_reference
+from stages.train.reference import ReferenceGAT, ReferenceGCN, gat_edges, normalized_adjacency, train_reference
 
 
 @pytest.fixture(scope="session")
@@ -64,6 +64,24 @@ def cora_reference(cora):
     run.graph = g
     run.adj = adj
     run.x = x
+    return run
+
+
+@pytest.fixture(scope="session")
+def cora_gat_reference(cora_reference):
+    """gat_reference(epochs, seed=0, dropout=0.6) -> (history, model) of the full-graph GAT
+    with the default settings (8 heads of 8, ELU, lr 0.005, weight decay 5e-4)."""
+    g = cora_reference.graph
+    src, dst = g.edges()
+    edges = gat_edges(src, dst, g.num_nodes)
+
+    def run(epochs: int, seed: int = 0, dropout: float = 0.6):
+        model = ReferenceGAT([g.feature_dim, 8, g.num_classes], heads=8, dropout=dropout, seed=seed)
+        history = train_reference(model, edges, cora_reference.x, g.labels(), g.split(0), epochs=epochs, lr=0.005,
+                                  weight_decay=5e-4)
+        return history, model
+
+    run.edges = edges
     return run
 
 

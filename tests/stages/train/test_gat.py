@@ -30,7 +30,7 @@ def test_gat_task_gradients_match_autograd():
     x = torch.randn(n, sizes[0], dtype=torch.float64)
     labels = torch.randint(0, sizes[-1], (n,))
     model = ReferenceGAT(sizes, heads=heads, negative_slope=slope, seed=3).double()
-    loss = F.cross_entropy(model(src, dst, x), labels)
+    loss = F.cross_entropy(model((src, dst), x), labels)
     loss.backward()
 
     p = {name: v.detach() for name, v in model.named_parameters()}
@@ -44,7 +44,7 @@ def test_gat_task_gradients_match_autograd():
         cache.append((h, z, s_src, s_dst, alpha, out))
         h = F.elu(out) if l == 0 else out
     logits = h
-    assert torch.allclose(logits, model(src, dst, x).detach())
+    assert torch.allclose(logits, model((src, dst), x).detach())
     # backward, task by task
     g = torch.softmax(logits, 1)
     g[torch.arange(n), labels] -= 1
