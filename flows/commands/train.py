@@ -8,6 +8,7 @@ from stages.errors import DorylusError
 from stages.store import ArtifactStore
 from stages.train import train
 from stages.train.config import TrainConfig, canonical_staleness
+from stages.train.coordinator import TrainingFailed
 
 _DEFAULTS = {f.name: f.default for f in fields(TrainConfig)}
 
@@ -27,7 +28,8 @@ def add_parser(sub) -> None:
     p.add_argument("partitions", help="a partition artifact: folder, s3:// URI or stage key")
     p.add_argument("--model", choices=("gcn", "gat"), default="gcn")
     p.add_argument("--preset", choices=("paper",), help="paper: the Dorylus settings (tanh, no dropout, the authors' hidden size)")
-    p.add_argument("--backend", choices=("cpu", "local"), default="cpu", help="who runs tensor tasks (default: cpu)")
+    p.add_argument("--backend", choices=("cpu", "local", "lambda"), default="cpu",
+                   help="who runs tensor tasks: cpu (the graph servers), local (a process pool), lambda (default: cpu)")
     p.add_argument("--staleness", default="sync", help="sync (default), a bound 0, 1, ... or inf")
     p.add_argument("--switch-to-sync", type=float, help="go synchronous when val accuracy is within this of the target")
     p.add_argument("--hidden", help="hidden layer sizes, comma-separated (default 16)")
@@ -40,6 +42,12 @@ def add_parser(sub) -> None:
     p.add_argument("--patience", type=int)
     p.add_argument("--intervals", type=int, default=_DEFAULTS["intervals_per_server"], help="vertex intervals per graph server")
     p.add_argument("--workers", type=int, default=_DEFAULTS["num_workers"], help="tensor workers per graph server (local backend)")
+    p.add_argument("--lambda-function", default=_DEFAULTS["lambda_function"],
+                   help="the tensor-worker Lambda function (lambda backend; default %(default)s)")
+    p.add_argument("--lambda-region", help="its AWS region (default: boto3's, e.g. AWS_DEFAULT_REGION)")
+    p.add_argument("--lambda-endpoint-url", help="a Lambda endpoint other than AWS's, e.g. a local moto server")
+    p.add_argument("--worker-memory-mb", type=int, default=_DEFAULTS["worker_memory_mb"],
+                   help="the function's memory, for the cost figures (default %(default)s)")
     p.add_argument("--parameter-servers", type=int, default=_DEFAULTS["num_parameter_servers"])
     p.add_argument("--seed", type=int, default=_DEFAULTS["seed"])
     p.add_argument("--normalize-features", choices=("auto", "row", "none"), default="auto",
@@ -75,15 +83,27 @@ def config_from_args(args) -> TrainConfig:
         normalize_features=args.normalize_features,
         latency_ms=args.latency_ms,
         bandwidth_mbps=args.bandwidth_mbps,
+        lambda_function=args.lambda_function,
+        lambda_region=args.lambda_region,
+        lambda_endpoint_url=args.lambda_endpoint_url,
+        worker_memory_mb=args.worker_memory_mb,
     )
 
 
 def run(args) -> dict:
-    artifact = train(
-        args.partitions,
-        config_from_args(args),
-        store=ArtifactStore.open(args.store),
-        scheduler=args.scheduler,
-        force=args.force,
-    )
+    config = config_from_args(args)
+    if config.backend == "lambda":
+        from stages.train.lambda_backend import check_function
+
+        check_function(config.lambda_settings())  # a missing or unreachable function is a one-line error
+    try:
+        artifact = train(
+            args.partitions,
+            config,
+            store=ArtifactStore.open(args.store),
+            scheduler=args.scheduler,
+            force=args.force,
+        )
+    except TrainingFailed as exc:  # e.g. a tensor task failed for good: say why, without a traceback
+        raise DorylusError(f"training failed: {exc}") from None
     return artifact.result()

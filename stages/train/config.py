@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from stages.errors import DorylusError
 
 MODELS = ("gcn", "gat")
-BACKENDS = ("cpu", "local")
+BACKENDS = ("cpu", "local", "lambda")
 ACTIVATIONS = ("relu", "tanh", "elu")
 
 # hidden size per dataset in the authors' run/*.config files (input/hidden/output)
@@ -165,12 +165,16 @@ def _validate(c: TrainConfig) -> None:
     if c.switch_to_sync is not None and (c.target_accuracy is None or c.switch_to_sync < 0):
         bad("switch_to_sync needs a target accuracy and a threshold >= 0")
     if c.backend not in BACKENDS:
-        bad(f"backend {c.backend!r}: use one of {', '.join(BACKENDS)} (the lambda backend comes later)")
+        bad(f"backend {c.backend!r}: use one of {', '.join(BACKENDS)}")
     for name in ("intervals_per_server", "num_workers", "graph_threads", "num_parameter_servers", "heads"):
         if getattr(c, name) < 1:
             bad(f"{name.replace('_', ' ')} must be >= 1")
     if c.latency_ms < 0 or c.bandwidth_mbps < 0:
         bad("simulated latency and bandwidth must be >= 0")
+    if not c.lambda_function or not isinstance(c.lambda_function, str):
+        bad("lambda_function must name the Lambda function (or give its ARN)")
+    if not 128 <= c.worker_memory_mb <= 10240:
+        bad(f"worker memory {c.worker_memory_mb} MB: Lambda allows 128 to 10240 MB")
     if (c.latency_ms or c.bandwidth_mbps) and c.backend != "local":
         bad("the simulated network applies to the local backend only (tensor workers in separate processes)")
     if c.relaunch_ratio <= 1 or c.relaunch_min_s <= 0:

@@ -1,0 +1,186 @@
+"""The lambda backend on this machine: moto's Lambda server running the function in Docker.
+
+moto runs every invocation in a container of a runtime image with the function's zip in
+/var/task. Here that image is the local stand-in built by ``stages.build.local_lambda``
+(the local Debian base, the pinned torch/numpy/pyzmq, a bootstrap), and the containers use
+the host network so the function reaches the graph servers on 127.0.0.1. The function is
+created from the project's code (``local_lambda.function_zip``), so what runs inside the
+containers is the checkout's tensor worker.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+from stages.contract import resolve_artifact
+from stages.errors import DorylusError
+from stages.train import TrainConfig, train
+from stages.train.lambda_backend import backoff_delay, check_function
+from tests.conftest import REPO, free_port, wait_for_port
+from tests.stages.build.engine_fixtures import docker_host  # noqa: F401 - the engine fixture
+
+EPOCHS = 3
+FUNCTION = "dorylus-tensor-worker"
+BROKEN = "dorylus-broken-worker"
+ROLE_POLICY = json.dumps({"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]})
+
+
+@pytest.fixture(scope="module")
+def engine_host(request):
+    """The Docker engine; the tests skip (saying why) only where none can be started."""
+    try:
+        return request.getfixturevalue("docker_host")
+    except pytest.fail.Exception as exc:
+        pytest.skip(f"no Docker engine for moto's Lambda: {str(exc).splitlines()[0]}")
+
+
+@pytest.fixture(scope="module")
+def moto_lambda(engine_host, tmp_path_factory):
+    """moto's server on 127.0.0.1 running Lambda in Docker, with the tensor-worker function
+    (the project's code) and a function that always raises. Yields the AWS environment."""
+    import boto3
+
+    from stages.build import DEFAULT_BASE_IMAGE, engine, local_lambda
+
+    eng = engine.connect()
+    runtime = local_lambda.runtime_image(eng, DEFAULT_BASE_IMAGE)
+    local_lambda.volume_holder_image(eng, DEFAULT_BASE_IMAGE)
+    port = free_port()
+    aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    env = dict(os.environ, **aws, DOCKER_HOST=engine_host, MOTO_DOCKER_NETWORK_MODE="host",
+               MOTO_DOCKER_LAMBDA_IMAGE=runtime)
+    exe = os.path.join(os.path.dirname(sys.executable), "moto_server")
+    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "w")
+    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_for_port(port)
+        url = f"http://127.0.0.1:{port}"
+        kw = dict(endpoint_url=url, region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+        role = boto3.client("iam", **kw).create_role(RoleName="dorylus-worker", AssumeRolePolicyDocument=ROLE_POLICY)
+        lam = boto3.client("lambda", **kw)
+        broken = io.BytesIO()
+        with zipfile.ZipFile(broken, "w") as zf:
+            zf.writestr("broken.py", "def handler(event, context):\n    raise RuntimeError('the tensor worker is broken')\n")
+        for name, code, handler in ((FUNCTION, local_lambda.function_zip(), "stages.train.worker.handler"),
+                                    (BROKEN, broken.getvalue(), "broken.handler")):
+            lam.create_function(FunctionName=name, Runtime="python3.11", Role=role["Role"]["Arn"], Handler=handler,
+                                Code={"ZipFile": code}, MemorySize=3008, Timeout=300)
+        yield {"url": url, "env": dict(os.environ, **aws), "logs": boto3.client("logs", **kw), "runtime": runtime}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _metrics(art_path) -> list[dict]:
+    return [json.loads(line) for line in (art_path / "metrics.jsonl").read_text().splitlines()]
+
+
+def _dorylus(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=900)
+
+
+def _container_runs(logs) -> list[str]:
+    """The START lines the runtime wrote in moto's logs, one per invocation that ran."""
+    lines = []
+    if not logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{FUNCTION}")["logGroups"]:
+        return lines  # nothing invoked yet
+    for page in logs.get_paginator("filter_log_events").paginate(logGroupName=f"/aws/lambda/{FUNCTION}"):
+        lines += [e["message"] for e in page["events"] if e["message"].startswith("START RequestId")]
+    return lines
+
+
+def test_train_on_lambda_equals_local(moto_lambda, cora_parts, dask_inprocess, train_store, tmp_path):
+    parts = cora_parts(3)
+    before = len(_container_runs(moto_lambda["logs"]))
+    done = _dorylus(["train", str(parts.path()), "--backend", "lambda", "--lambda-endpoint-url", moto_lambda["url"],
+                     "--lambda-region", "us-east-1", "--epochs", str(EPOCHS), "--intervals", "2",
+                     "--store", str(tmp_path / "store"), "--json"], moto_lambda["env"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    lam = _metrics(resolve_artifact(json.loads(done.stdout.strip().splitlines()[-1])["uri"]).path())
+    local = train(parts, TrainConfig(epochs=EPOCHS, backend="local", intervals_per_server=2, num_workers=2),
+                  store=train_store, client=dask_inprocess, force=True)
+    ref = _metrics(local.path())
+    assert len(lam) == len(ref) == EPOCHS
+    np.testing.assert_allclose([m["loss"] for m in lam], [m["loss"] for m in ref], rtol=1e-5)
+    for a, b in zip(lam, ref):
+        assert (a["train_acc"], a["val_acc"], a["test_acc"]) == (b["train_acc"], b["val_acc"], b["test_acc"])
+    # every tensor task ran in a container, from the function's code in /var/task
+    tasks = sum(m["task_count"]["AV"] + m["task_count"]["AV_b"] for m in lam)
+    runs = _container_runs(moto_lambda["logs"])[before:]
+    assert tasks == 3 * 2 * 3 * EPOCHS  # 3 parts x 2 intervals x (AV, loss, AV_b) per epoch
+    assert len(runs) >= tasks
+    assert all("Handler: stages.train.worker.handler Module: /var/task/stages/train/worker.py" in r for r in runs)
+
+
+def test_a_failing_function_stops_the_run_with_one_line(moto_lambda, cora_parts, tmp_path):
+    done = _dorylus(["train", str(cora_parts(3).path()), "--backend", "lambda", "--lambda-function", BROKEN,
+                     "--lambda-endpoint-url", moto_lambda["url"], "--epochs", "2", "--intervals", "1",
+                     "--store", str(tmp_path / "store")], moto_lambda["env"])
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: training failed:")
+    assert f"Lambda function {BROKEN!r} failed 3 times" in last and "the tensor worker is broken" in last
+    assert not list((tmp_path / "store").rglob("summary.json"))  # no artifact, not even half of one
+
+
+@pytest.fixture
+def aws_credentials(monkeypatch):
+    """moto's dummy credentials for calls made in this process (no real ones are read)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+
+
+def test_a_missing_function_is_a_user_error(moto_lambda, cora_parts, tmp_path, aws_credentials):
+    with pytest.raises(DorylusError, match="'no-such-function' does not exist"):
+        check_function({"function": "no-such-function", "region": "us-east-1", "endpoint_url": moto_lambda["url"]})
+    done = _dorylus(["train", str(cora_parts(3).path()), "--backend", "lambda", "--lambda-function", "no-such-function",
+                     "--lambda-endpoint-url", moto_lambda["url"], "--store", str(tmp_path / "store")], moto_lambda["env"])
+    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].startswith("error: the Lambda function")
+
+
+def test_killed_and_hung_invocations_are_retried_and_relaunched(moto_lambda, cora_parts, cora_reference, dask_inprocess,
+                                                                train_store, losses_equal, engine_host, aws_credentials):
+    """A container that dies is a function error (retried); one that hangs is a straggler
+    (relaunched; the hung one is left to its timeout). The result is unchanged."""
+    import docker
+
+    history, _ = cora_reference(EPOCHS)
+    faults = (
+        {"type": "AV", "epoch": 2, "layer": 0, "interval": 0, "kind": "kill"},
+        {"type": "AV_b", "epoch": 3, "layer": 0, "interval": 1, "kind": "hang"},
+    )
+    try:
+        cfg = TrainConfig(epochs=EPOCHS, backend="lambda", intervals_per_server=2, relaunch_min_s=8.0, faults=faults,
+                          lambda_region="us-east-1", lambda_endpoint_url=moto_lambda["url"])
+        art = train(cora_parts(1), cfg, store=train_store, client=dask_inprocess, force=True)
+    finally:
+        client = docker.DockerClient(base_url=engine_host)
+        for c in client.containers.list(filters={"ancestor": moto_lambda["runtime"]}):
+            c.kill()  # the hung invocation we caused: moto would wait 300 s for it
+        client.close()
+    summary = json.loads((art.path() / "summary.json").read_text())
+    assert summary["relaunched_tasks"] >= 1
+    losses_equal(art, history)
+
+
+def test_backoff_grows_exponentially_with_jitter_and_a_cap():
+    import random
+
+    rng = random.Random(0)
+    delays = [[backoff_delay(r, base=0.1, cap=5.0, rng=rng) for r in range(10)] for _ in range(50)]
+    for row in delays:
+        for r, d in enumerate(row):
+            ceiling = min(5.0, 0.1 * 2**r)
+            assert ceiling / 2 <= d <= ceiling
+    assert len({round(row[3], 6) for row in delays}) > 1  # jitter: throttled invokers spread out
