@@ -95,6 +95,8 @@ def _summary(cfg: TrainConfig, num_parts: int, result) -> dict:
         "server_seconds": {"graph": num_parts * result.train_time, "parameter": cfg.num_parameter_servers * result.train_time},
         "bytes_total": {k: sum(r["bytes"][k] for r in m) for k in ("server_server", "server_worker")},
         "relaunched_tasks": sum(s["relaunched"] for s in result.status),
+        "failed_invocations": sum(s.get("failed_invocations", 0) for s in result.status),  # lambda: retried
+        "tensor_concurrency": [s.get("concurrency") for s in result.status],  # autotuned, per graph server, at the end
         "dropped_messages": sum(s["dropped"] for s in result.status),
     }
 
