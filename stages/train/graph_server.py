@@ -633,7 +633,10 @@ class GraphServer:
                               and (not sync or self.grad_recv[key] >= self.expect_grad)):
                 raise _Stopped()
             x = self.X[a:b] if l == 0 else self.A[l - 1][a:b, :width]
-            info, arrays = self._tensor("AV_b", iv, l, epoch, versions[l], [x, gids, self._gat_grad_rows(iv, l, epoch), ds_dst])
+            inputs = [x, gids, self._gat_grad_rows(iv, l, epoch), ds_dst]
+            if self.model.get("reuse_output"):
+                inputs.append(self.H[l][a:b, : h * d])  # the training stream's Z rows
+            info, arrays = self._tensor("AV_b", iv, l, epoch, versions[l], inputs)
             dout = arrays[0] if l > 0 else None
 
     def _gat_grad_rows(self, iv: VertexInterval, layer: int, epoch: int) -> np.ndarray:

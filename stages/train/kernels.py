@@ -172,15 +172,16 @@ def gat_project(x, w, att_src, att_dst, heads: int):
     return z, (zh * att_src).sum(-1), (zh * att_dst).sum(-1)
 
 
-def gat_project_backward(x, w, att_src, att_dst, heads: int, dz, ds_src, ds_dst):
-    """Backward AV of GAT: gradients of W, a_src, a_dst and of the input X."""
-    z = x @ w
-    zh = z.view(len(z), heads, -1)
+def gat_project_backward(x, w, att_src, att_dst, heads: int, dz, ds_src, ds_dst, z=None, need_dx: bool = True):
+    """Backward AV of GAT: gradients of W, a_src, a_dst and of the input X (None without
+    ``need_dx``). Z = X W is rematerialized unless given."""
+    z = x @ w if z is None else z
+    zh = z.reshape(len(z), heads, -1)
     dzh = dz.view(len(z), heads, -1) + ds_src[..., None] * att_src + ds_dst[..., None] * att_dst
     d_att_src = (ds_src[..., None] * zh).sum(0)
     d_att_dst = (ds_dst[..., None] * zh).sum(0)
     dzf = dzh.reshape(len(z), -1)
-    return x.T @ dzf, d_att_src, d_att_dst, dzf @ w.T
+    return x.T @ dzf, d_att_src, d_att_dst, dzf @ w.T if need_dx else None
 
 
 def edge_attention(indptr, s_src_e, s_dst, slope: float):

@@ -153,7 +153,8 @@ def _run_gat_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[
          head, with the training heads' attention dropout
     AE_b [indptr, s_src per edge, s_dst, d_alpha, source ids per edge, ids] (training
          heads) -> ds_src per edge, ds_dst per row (alpha is rematerialized)
-    AV_b [A or X (training stream), ids, [dZ | ds_src] rows, ds_dst] -> dA (none at layer 0);
+    AV_b [A or X (training stream), ids, [dZ | ds_src] rows, ds_dst(, Z rows with the
+         model's ``reuse_output``, else Z is rematerialized)] -> dA (none at layer 0);
          pushes the gradients of W, a_src, a_dst
     """
     m = event["model"]
@@ -200,7 +201,9 @@ def _run_gat_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[
         _, (w, att_src, att_dst) = weights(version, False)
         mask = kernels.dropout_mask(seed, epoch, layer, ids, width, p)
         x = kernels._masked(kernels.activate(act, a) if layer > 0 else a, mask)
-        dw, d_src, d_dst, dx = kernels.gat_project_backward(x, w, att_src, att_dst, heads, g[:, : heads * d], g[:, heads * d :], ds_dst)
+        z = _t(inputs[4]) if len(inputs) > 4 else None  # Z rows, when the graph server sends them
+        dw, d_src, d_dst, dx = kernels.gat_project_backward(x, w, att_src, att_dst, heads, g[:, : heads * d], g[:, heads * d :],
+                                                            ds_dst, z=z, need_dx=layer > 0)
         ps.push(layer, epoch, event["uid"], version, [dw.numpy(), d_src.numpy(), d_dst.numpy()])
         return version, [kernels.activate_grad(act, a, kernels._masked(dx, mask)).numpy()] if layer > 0 else []
     raise ValueError(f"unknown GAT tensor task {kind!r}")

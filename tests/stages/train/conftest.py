@@ -82,6 +82,7 @@ def cora_gat_reference(cora_reference):
         return history, model
 
     run.edges = edges
+    run.x = cora_reference.x
     return run
 
 
