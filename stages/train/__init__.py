@@ -2,7 +2,7 @@
 
 Graph servers (one per partition, ``graph_server.py``) run Gather and Scatter and move
 vertex intervals through a pipeline; tensor workers (``worker.py``, the Lambda handler)
-run ApplyVertex and the fused last layer; parameter servers (``parameter_server.py``)
+run ApplyVertex, ApplyEdge (GAT) and the fused last layer; parameter servers (``parameter_server.py``)
 hold the weights and Adam; the coordinator (``coordinator.py``) enforces the staleness
 bound and the stop conditions. Servers are placed on Dask (``placement.py``).
 
@@ -13,7 +13,8 @@ Artifact files:
   bytes server_server/server_worker, stalls, stall_time, staleness_mode). The fused last
   layer counts as an AV task. Accuracies are those of the weights that entered the epoch,
   measured without dropout.
-- ``weights.pt``: a ``state_dict`` for ``reference.ReferenceGCN`` (``weights.<l>``, (in, out)).
+- ``weights.pt``: a ``state_dict`` for ``reference.ReferenceGCN`` (``weights.<l>``, (in, out)),
+  or with ``model="gat"`` for ``reference.ReferenceGAT`` (adds ``att_src.<l>``, ``att_dst.<l>``).
 - ``predictions.npz``: node_id, label, split, pred_best (best validation epoch), pred_final.
 - ``summary.json``: see ``_summary``.
 """

@@ -15,6 +15,9 @@ times cheaper, forward and backward.
 so several intervals are in flight at different tasks at once (pipelining, in every mode).
 Graph tasks (GA, SC) run here; tensor tasks go to the ``Invoker`` of the backend.
 
+GAT runs its own sequence (AV, SC, AE, GA per layer, the loss task, then GA_b, AE_b,
+SC_b, AV_b per layer; see the GAT section below for its buffers and its staleness rules).
+
 Staleness: in ``sync`` mode a Gather waits for every Scatter of its layer and epoch, here
 and on all peers (the barrier after each scatter). With a bound S an interval starts epoch
 e only while e <= (the slowest interval's epoch) + S, and its Gathers read whatever
@@ -520,7 +523,9 @@ class GraphServer:
     # local interval (partial sums are no stale value). Sync mode also waits for every
     # peer's contributions of the epoch; with a staleness bound AV_b takes each peer's
     # latest contributions that have arrived (the epoch's, or an earlier one), as the
-    # forward Gathers take whatever ghost rows have arrived.
+    # forward Gathers take whatever ghost rows have arrived; its GA_b reads the Z rows
+    # present then (with S >= 1 a faster interval may already have moved them on, as the
+    # GCN's backward Gather reads whatever dA rows are there).
     def _gat_buffers(self, feats: np.ndarray) -> None:
         streams, sizes = self.model["streams"], self.model["sizes"]
         self.gat_layers = [kernels.gat_layer(sizes, self.model["heads"], l) for l in range(self.L)]

@@ -2,6 +2,9 @@
 the fused last layer. Plain torch on the CPU, no autograd (gradients are written out so a
 tensor worker needs nothing but its inputs).
 
+GAT's dropout (on every layer's input and on the attention coefficients) uses the same
+deterministic masks, so the full-graph reference model can apply exactly the pipeline's.
+
 Conventions: ``A`` is the gathered input of a layer (rows of one vertex interval), ``W``
 the layer's weight, ``mask`` the interval's dropout mask (already scaled by 1/(1-p)) or
 None. Dropout is applied to the gathered input of each layer, after the Gather, so the

@@ -8,7 +8,12 @@ reference the distributed pipeline is tested against.
     logits = model(normalized_adjacency(src, dst, num_nodes), features)
 
 ``weights.<l>`` is layer l's weight of shape (in, out); the models have no bias, like the
-GCN paper's. GAT adds ``att_src.<l>`` and ``att_dst.<l>`` of shape (heads, out).
+GCN paper's. GAT adds ``att_src.<l>`` and ``att_dst.<l>`` of shape (heads, out); a
+``--model gat`` run's weights load the same way::
+
+    model = ReferenceGAT([1433, 8, 7], heads=8)
+    model.load_state_dict(torch.load("weights.pt", weights_only=True))
+    logits = model(gat_edges(src, dst, num_nodes), features)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The TensorWorker: ``handler(event, context)``, the Lambda entry point.
 
-A tensor task (AV, the fused last layer, or a backward AV for one vertex interval) is
-stateless: the handler fetches its inputs from the graph server named in the event, reads
+A tensor task (AV, the fused last layer, a backward AV, or GAT's ApplyEdge AE and its
+backward AE_b, for one vertex interval) is stateless: the handler fetches its inputs from the graph server named in the event, reads
 the weights from the parameter servers, computes, pushes the weight gradient to the
 parameter server and sends its result rows back to the graph server, all over the
 authenticated data plane. The ``local`` backend runs this same handler in a pool of

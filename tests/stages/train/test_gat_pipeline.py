@@ -82,3 +82,46 @@ def test_gat_weights_load_into_reference_model(cora_parts, cora_gat_reference, d
     last = read_metrics(longer)[-1]
     for name, code in (("train_acc", 1), ("val_acc", 2), ("test_acc", 3)):
         assert float((pred[split == code] == labels[split == code]).mean()) == pytest.approx(last[name])
+
+
+def test_ghost_gradient_messages_of_a_wrong_shape_are_dropped(cora_parts):
+    """A GHOST_GRAD (a GAT layer's gradient sums for the receiver's vertices) is added only
+    when it comes from a peer that holds them, with their number of rows and the layer's width."""
+    import secrets
+    import time
+
+    import zmq
+
+    from stages.partition.layout import PartitionSet
+    from stages.train import protocol as P
+    from stages.train.config import resolve
+    from stages.train.graph_server import GraphServer
+    from stages.train.pipeline import model_spec
+
+    folder = cora_parts(3).path()
+    meta = PartitionSet(folder).meta
+    key = secrets.token_bytes(32)
+    cfg = resolve(TrainConfig(model="gat"))
+    sizes = cfg.sizes(meta["feature_dim"], meta["num_classes"])
+    server = GraphServer({"index": 0, "num_parts": 3, "partitions": str(folder), "key": key.hex(), "torch_threads": 1,
+                          "config": {"split": 0, "graph_threads": 1, "backend": "cpu"}, "intervals_per_part": [2, 2, 2],
+                          "model": model_spec(cfg, sizes, 140)})
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    try:
+        sock.connect(server.start())
+        j = server.sent_fwd_peers[0]
+        n = len(server.send_fwd[j])
+        width = 8 * (8 + 1)  # layer 0: 8 heads of 8 columns of dZ, and ds_src per head
+        sock.send_multipart([b"garbage"])  # messages of one socket arrive in order: the good one last
+        for peer, rows, layer in ((j, n + 1, 0), (j, n, 1), (5, n, 0), (j, n, 0)):
+            msg = P.Message(P.GHOST_GRAD, epoch=1, layer=layer, part=peer, arrays=[np.ones((rows, width), np.float32)])
+            P.send(sock, key, msg)
+        deadline = time.monotonic() + 10
+        while server.grad_recv[(0, 1)] < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert dict(server.grad_recv) == {(0, 1): 1}  # only the last, well-formed one
+        assert list(server.grad_remote) == [(0, j)] and server.grad_remote[(0, j)][1].shape == (n, width)
+        assert server.dropped == 1 and not server.errors
+    finally:
+        sock.close(0)
+        server.stop()

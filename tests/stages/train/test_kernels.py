@@ -49,3 +49,20 @@ def test_dropout_mask_is_a_function_of_vertex_not_of_the_cut():
     other_epoch = kernels.dropout_mask(7, 4, 1, np.arange(1000), 33, 0.5)
     assert not torch.equal(full, other_epoch)
     assert kernels.dropout_mask(7, 3, 1, ids, 33, 0.0) is None
+
+
+def test_attention_dropout_mask_is_a_function_of_the_edge():
+    """Any cut of the edges (partitions, intervals, edge order) gets the same mask rows."""
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 5000, 20000), rng.integers(0, 5000, 20000)
+    full = kernels.attention_dropout_mask(3, 7, 1, src, dst, 8, 0.6)
+    order = rng.permutation(len(src))[:5000]
+    part = kernels.attention_dropout_mask(3, 7, 1, src[order], dst[order], 8, 0.6)
+    assert torch.equal(part, full[torch.from_numpy(order)])
+    assert set(torch.unique(full).tolist()) == {0.0, 2.5}  # kept coefficients scaled by 1/(1-p)
+    assert 0.35 < float((full > 0).float().mean()) < 0.45
+    # another epoch, layer, or the reversed edge draws other coefficients
+    assert not torch.equal(full, kernels.attention_dropout_mask(3, 8, 1, src, dst, 8, 0.6))
+    assert not torch.equal(full, kernels.attention_dropout_mask(3, 7, 0, src, dst, 8, 0.6))
+    assert not torch.equal(full, kernels.attention_dropout_mask(3, 7, 1, dst, src, 8, 0.6))
+    assert kernels.attention_dropout_mask(3, 7, 1, src, dst, 8, 0.0) is None
