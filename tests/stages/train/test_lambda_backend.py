@@ -23,11 +23,13 @@ import pytest
 from stages.contract import resolve_artifact
 from stages.errors import DorylusError
 from stages.train import TrainConfig, train
+from stages.train.config import resolve
 from stages.train.lambda_backend import backoff_delay, check_function
 from tests.conftest import REPO, free_port, wait_for_port
 from tests.stages.build.engine_fixtures import docker_host  # noqa: F401 - the engine fixture
 
 EPOCHS = 3
+E2E_EPOCHS = 2  # each invocation is a fresh container (about 3 s): keep the end-to-end run short
 FUNCTION = "dorylus-tensor-worker"
 BROKEN = "dorylus-broken-worker"
 ROLE_POLICY = json.dumps({"Version": "2012-10-17", "Statement": [
@@ -101,26 +103,31 @@ def _container_runs(logs) -> list[str]:
 
 
 def test_train_on_lambda_equals_local(moto_lambda, cora_parts, dask_inprocess, train_store, tmp_path):
+    """``dorylus train --backend lambda``: 3 graph servers x 2 intervals x 3 tasks x 2 epochs."""
     parts = cora_parts(3)
     before = len(_container_runs(moto_lambda["logs"]))
     done = _dorylus(["train", str(parts.path()), "--backend", "lambda", "--lambda-endpoint-url", moto_lambda["url"],
-                     "--lambda-region", "us-east-1", "--epochs", str(EPOCHS), "--intervals", "2",
+                     "--lambda-region", "us-east-1", "--epochs", str(E2E_EPOCHS), "--intervals", "2",
                      "--store", str(tmp_path / "store"), "--json"], moto_lambda["env"])
     assert done.returncode == 0, done.stderr[-3000:]
     lam = _metrics(resolve_artifact(json.loads(done.stdout.strip().splitlines()[-1])["uri"]).path())
-    local = train(parts, TrainConfig(epochs=EPOCHS, backend="local", intervals_per_server=2, num_workers=2),
+    local = train(parts, TrainConfig(epochs=E2E_EPOCHS, backend="local", intervals_per_server=2, num_workers=2),
                   store=train_store, client=dask_inprocess, force=True)
     ref = _metrics(local.path())
-    assert len(lam) == len(ref) == EPOCHS
+    assert len(lam) == len(ref) == E2E_EPOCHS
     np.testing.assert_allclose([m["loss"] for m in lam], [m["loss"] for m in ref], rtol=1e-5)
     for a, b in zip(lam, ref):
         assert (a["train_acc"], a["val_acc"], a["test_acc"]) == (b["train_acc"], b["val_acc"], b["test_acc"])
     # every tensor task ran in a container, from the function's code in /var/task
     tasks = sum(m["task_count"]["AV"] + m["task_count"]["AV_b"] for m in lam)
     runs = _container_runs(moto_lambda["logs"])[before:]
-    assert tasks == 3 * 2 * 3 * EPOCHS  # 3 parts x 2 intervals x (AV, loss, AV_b) per epoch
+    assert tasks == 3 * 2 * 3 * E2E_EPOCHS  # 3 parts x 2 intervals x (AV, loss, AV_b) per epoch
     assert len(runs) >= tasks
     assert all("Handler: stages.train.worker.handler Module: /var/task/stages/train/worker.py" in r for r in runs)
+    summary = json.loads((resolve_artifact(json.loads(done.stdout.strip().splitlines()[-1])["uri"]).path()
+                          / "summary.json").read_text())
+    assert summary["backend"] == "lambda" and summary["failed_invocations"] == 0
+    assert all(1 <= c <= 2 for c in summary["tensor_concurrency"])  # autotuned, at most the 2 intervals
 
 
 def test_a_failing_function_stops_the_run_with_one_line(moto_lambda, cora_parts, tmp_path):
@@ -170,7 +177,8 @@ def test_killed_and_hung_invocations_are_retried_and_relaunched(moto_lambda, cor
             c.kill()  # the hung invocation we caused: moto would wait 300 s for it
         client.close()
     summary = json.loads((art.path() / "summary.json").read_text())
-    assert summary["relaunched_tasks"] >= 1
+    assert summary["failed_invocations"] == 1  # the killed container, retried once
+    assert summary["relaunched_tasks"] >= 1  # the hung one
     losses_equal(art, history)
 
 
@@ -184,3 +192,14 @@ def test_backoff_grows_exponentially_with_jitter_and_a_cap():
             ceiling = min(5.0, 0.1 * 2**r)
             assert ceiling / 2 <= d <= ceiling
     assert len({round(row[3], 6) for row in delays}) > 1  # jitter: throttled invokers spread out
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"worker_memory_mb": 64}, "Lambda allows 128 to 10240 MB"),
+    ({"lambda_function": ""}, "lambda_function must name the Lambda function"),
+    ({"latency_ms": 5.0}, "applies to the local backend only"),
+])
+def test_lambda_settings_are_validated(change, message):
+    with pytest.raises(DorylusError, match=message):
+        resolve(TrainConfig(backend="lambda", **change))
+    assert resolve(TrainConfig(backend="lambda")).lambda_settings()["function"] == FUNCTION
