@@ -203,3 +203,84 @@ def test_lambda_settings_are_validated(change, message):
     with pytest.raises(DorylusError, match=message):
         resolve(TrainConfig(backend="lambda", **change))
     assert resolve(TrainConfig(backend="lambda")).lambda_settings()["function"] == FUNCTION
+
+
+class ThrottlingFront:
+    """An HTTP front for moto's Lambda that throttles the first ``n`` invocations.
+
+    moto never throttles, so this answers them as Lambda does when the function's
+    concurrency is exhausted (HTTP 429, ``TooManyRequestsException``) and passes every
+    other request to moto unchanged.
+    """
+
+    def __init__(self, backend_url: str, n: int):
+        import http.client
+        import http.server
+        import threading
+        from urllib.parse import urlparse
+
+        self.remaining, self.throttled = n, 0
+        lock = threading.Lock()
+        target = urlparse(backend_url)
+        front = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, status: int, headers, body: bytes):
+                self.send_response(status)
+                for k, v in headers:
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _relay(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.command == "POST" and self.path.endswith("/invocations"):
+                    with lock:
+                        throttle = front.remaining > 0
+                        if throttle:
+                            front.remaining -= 1
+                            front.throttled += 1
+                    if throttle:
+                        return self._answer(429, [("x-amzn-ErrorType", "TooManyRequestsException"),
+                                                  ("Content-Type", "application/json")],
+                                            json.dumps({"Reason": "ReservedFunctionConcurrentInvocationLimitExceeded",
+                                                        "Type": "User", "message": "Rate Exceeded."}).encode())
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=900)
+                conn.request(self.command, self.path, body, dict(self.headers))
+                reply = conn.getresponse()
+                self._answer(reply.status, reply.getheaders(), reply.read())
+                conn.close()
+
+            do_GET = do_POST = do_PUT = do_DELETE = _relay
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_throttled_invocations_back_off_and_nothing_is_lost(moto_lambda, cora_parts, cora_reference, dask_inprocess,
+                                                            train_store, losses_equal, aws_credentials):
+    history, _ = cora_reference(1)
+    front = ThrottlingFront(moto_lambda["url"], n=4)
+    try:
+        cfg = TrainConfig(epochs=1, backend="lambda", intervals_per_server=1, lambda_region="us-east-1",
+                          lambda_endpoint_url=front.url)
+        art = train(cora_parts(1), cfg, store=train_store, client=dask_inprocess, force=True)
+    finally:
+        front.close()
+    assert front.throttled == 4 and front.remaining == 0  # the first four were refused, then retried
+    summary = json.loads((art.path() / "summary.json").read_text())
+    assert summary["failed_invocations"] == 0  # throttling is not a failure
+    losses_equal(art, history)
