@@ -15,7 +15,8 @@ runtime images here. So, for local runs against moto:
   ``busybox`` that just runs ``sleep``; the local base image does that as well.
 
 Point moto at them with ``MOTO_DOCKER_LAMBDA_IMAGE=<runtime image>`` and, so that the
-function reaches the graph servers on 127.0.0.1, ``MOTO_DOCKER_NETWORK_MODE=host``.
+function reaches the graph servers on 127.0.0.1, ``MOTO_DOCKER_NETWORK_MODE=host``; then
+``deploy_function`` creates the function there (or updates its code).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from stages.config import cache_dir
 from stages.hashing import sha256_file, sha256_json
 
 RUNTIME_REPOSITORY = "dorylus/lambda-runtime"
+HANDLER = "stages.train.worker.handler"
+ROLE = "dorylus-tensor-worker"
+ROLE_POLICY = ('{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", '
+               '"Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}')
 HOLDER_IMAGE = "busybox:latest"
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same code makes the same zip
 
@@ -83,3 +88,25 @@ def volume_holder_image(eng: engine.Engine, base_image: str) -> str:
         repository, tag = HOLDER_IMAGE.split(":")
         eng.client.images.get(base_image).tag(repository, tag)
     return HOLDER_IMAGE
+
+
+def deploy_function(name: str, endpoint_url: str, region: str = "us-east-1", memory_mb: int = 3008,
+                    code: bytes | None = None, handler: str = HANDLER) -> str:
+    """Create the function on a local moto server from ``code`` (default: ``function_zip()``),
+    or update its code if it exists; returns its ARN. Not for AWS, whose Python runtime
+    lacks torch: there the CloudFormation stack deploys the Lambda image."""
+    import boto3
+
+    kw = {"endpoint_url": endpoint_url, "region_name": region}
+    iam = boto3.client("iam", **kw)
+    try:
+        role = iam.get_role(RoleName=ROLE)["Role"]["Arn"]
+    except iam.exceptions.NoSuchEntityException:
+        role = iam.create_role(RoleName=ROLE, AssumeRolePolicyDocument=ROLE_POLICY)["Role"]["Arn"]
+    lam = boto3.client("lambda", **kw)
+    code = function_zip() if code is None else code
+    try:
+        return lam.update_function_code(FunctionName=name, ZipFile=code)["FunctionArn"]
+    except lam.exceptions.ResourceNotFoundException:
+        return lam.create_function(FunctionName=name, Runtime="python3.11", Role=role, Handler=handler,
+                                   Code={"ZipFile": code}, MemorySize=memory_mb, Timeout=300)["FunctionArn"]

@@ -32,8 +32,6 @@ EPOCHS = 3
 E2E_EPOCHS = 2  # each invocation is a fresh container (about 3 s): keep the end-to-end run short
 FUNCTION = "dorylus-tensor-worker"
 BROKEN = "dorylus-broken-worker"
-ROLE_POLICY = json.dumps({"Version": "2012-10-17", "Statement": [
-    {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]})
 
 
 @pytest.fixture(scope="module")
@@ -67,15 +65,17 @@ def moto_lambda(engine_host, tmp_path_factory):
         wait_for_port(port)
         url = f"http://127.0.0.1:{port}"
         kw = dict(endpoint_url=url, region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
-        role = boto3.client("iam", **kw).create_role(RoleName="dorylus-worker", AssumeRolePolicyDocument=ROLE_POLICY)
-        lam = boto3.client("lambda", **kw)
         broken = io.BytesIO()
         with zipfile.ZipFile(broken, "w") as zf:
             zf.writestr("broken.py", "def handler(event, context):\n    raise RuntimeError('the tensor worker is broken')\n")
-        for name, code, handler in ((FUNCTION, local_lambda.function_zip(), "stages.train.worker.handler"),
-                                    (BROKEN, broken.getvalue(), "broken.handler")):
-            lam.create_function(FunctionName=name, Runtime="python3.11", Role=role["Role"]["Arn"], Handler=handler,
-                                Code={"ZipFile": code}, MemorySize=3008, Timeout=300)
+        saved = {k: os.environ.get(k) for k in aws}
+        os.environ.update(aws)
+        try:
+            local_lambda.deploy_function(FUNCTION, url)  # the project's code
+            local_lambda.deploy_function(BROKEN, url, code=broken.getvalue(), handler="broken.handler")
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
         yield {"url": url, "env": dict(os.environ, **aws), "logs": boto3.client("logs", **kw), "runtime": runtime}
     finally:
         proc.terminate()
