@@ -58,6 +58,7 @@ def moto_lambda(engine_host, tmp_path_factory):
     aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
     env = dict(os.environ, **aws, DOCKER_HOST=engine_host, MOTO_DOCKER_NETWORK_MODE="host",
                MOTO_DOCKER_LAMBDA_IMAGE=runtime)
+    volumes_before = {v.name for v in eng.client.volumes.list()}
     exe = os.path.join(os.path.dirname(sys.executable), "moto_server")
     log = open(tmp_path_factory.mktemp("moto") / "moto.log", "w")
     proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -81,6 +82,22 @@ def moto_lambda(engine_host, tmp_path_factory):
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+        _remove_leftovers(eng, runtime, volumes_before)
+
+
+def _remove_leftovers(eng, runtime: str, volumes_before: set[str]) -> None:
+    """moto leaves containers of invocations still running when it stops, and a volume per
+    code digest: remove what this module's moto made (only it runs the runtime image)."""
+    import docker
+
+    for c in eng.client.containers.list(all=True, filters={"ancestor": runtime}):
+        c.remove(force=True)
+    for v in eng.client.volumes.list():
+        if v.name not in volumes_before:
+            try:
+                v.remove()
+            except docker.errors.APIError:
+                pass  # in use by something else: not ours to remove
 
 
 def _metrics(art_path) -> list[dict]:
