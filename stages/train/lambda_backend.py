@@ -129,7 +129,9 @@ class LambdaInvoker(RemoteInvoker):
                     return f"{code}: {exc.response.get('Error', {}).get('Message', exc)}"
                 with self.lock:
                     self.throttled += 1
-                throttled_since = throttled_since or time.monotonic()
+                if throttled_since is None:
+                    log.info("Lambda function %r is throttled; backing off", self.function)
+                    throttled_since = time.monotonic()
                 if time.monotonic() - throttled_since > self.throttle_limit_s:
                     return f"throttled (TooManyRequestsException) for over {self.throttle_limit_s:.0f} s"
                 self._stop.wait(backoff_delay(retry))
