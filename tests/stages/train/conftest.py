@@ -83,6 +83,7 @@ def cora_gat_reference(cora_reference):
 
     run.edges = edges
     run.x = cora_reference.x
+    run.graph = g
     return run
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from stages.train import TrainConfig, train
-from stages.train.reference import ReferenceGAT
+from stages.train.reference import ReferenceGAT, train_reference
 
 EPOCHS = 20
 
@@ -36,6 +36,16 @@ def test_sync_gat_loss_equals_full_graph_pytorch(parts, backend, cora_parts, cor
         c = row["task_count"]
         assert (c["AV"], c["AE"], c["GA"], c["AV_b"], c["AE_b"], c["GA_b"]) == (3 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k)
         assert row["task_time"]["AE"] > 0 and row["task_time"]["AE_b"] > 0 and c["WU"] == 2
+
+
+def test_three_layer_gat_without_dropout_equals_full_graph_pytorch(cora_parts, cora_gat_reference, dask_inprocess, train_store,
+                                                                  losses_equal):
+    """Any number of layers and heads; without dropout one stream serves training and evaluation."""
+    g = cora_gat_reference
+    model = ReferenceGAT([1433, 16, 16, 7], heads=4, dropout=0.0, seed=5)
+    history = train_reference(model, g.edges, g.x, g.graph.labels(), g.graph.split(0), epochs=8, lr=0.005, weight_decay=5e-4)
+    cfg = TrainConfig(model="gat", hidden=(16, 16), heads=4, dropout=0.0, seed=5, epochs=8, intervals_per_server=2)
+    losses_equal(train(cora_parts(3), cfg, store=train_store, client=dask_inprocess), history)
 
 
 def test_gat_cora_accuracy_with_defaults(cora_parts, dask_inprocess, train_store):
