@@ -14,7 +14,9 @@ Artifact files:
   layer counts as an AV task. Accuracies are those of the weights that entered the epoch,
   measured without dropout.
 - ``weights.pt``: a ``state_dict`` for ``reference.ReferenceGCN`` (``weights.<l>``, (in, out)),
-  or with ``model="gat"`` for ``reference.ReferenceGAT`` (adds ``att_src.<l>``, ``att_dst.<l>``).
+  or with ``model="gat"`` for ``reference.ReferenceGAT`` (adds ``att_src.<l>``, ``att_dst.<l>``):
+  the weights after the last epoch's update, as an ordinary training loop leaves them (so
+  one update past the last metrics row, which measures the weights that entered its epoch).
 - ``predictions.npz``: node_id, label, split, pred_best (best validation epoch), pred_final.
 - ``summary.json``: see ``_summary``.
 """
