@@ -116,6 +116,10 @@ class RemoteInvoker(Invoker):
     def _launch(self, task_id: int, fl: Inflight, send) -> None:
         raise NotImplementedError
 
+    def _attempting(self, task_id: int) -> bool:
+        """Is an attempt of this task still running? (Its relaunch then takes no new slot.)"""
+        return False
+
     def _relaunching(self, task_id: int, fl: Inflight) -> None:
         """Called under the lock before a straggler's next attempt is queued."""
 
@@ -156,13 +160,15 @@ class RemoteInvoker(Invoker):
         """Launch pending tasks while the autotuned limit and the backend allow."""
         while True:
             with self.lock:
-                if not self.pending or self.running() >= self.tuner.limit or not self._can_launch():
+                if not self.pending or not self._can_launch():
                     return
-                task_id = self.pending.popleft()
+                task_id = self.pending[0]
                 fl = self.inflight.get(task_id)
-                if fl is None or fl.done.is_set():
-                    continue
-                self._launch(task_id, fl, send)
+                if fl is not None and not fl.done.is_set():
+                    if self.running() >= self.tuner.limit and not self._attempting(task_id):
+                        return  # a straggler's relaunch goes ahead: its task holds a slot already
+                    self._launch(task_id, fl, send)
+                self.pending.popleft()
 
     def inputs(self, task_id: int) -> list | None:
         with self.lock:
@@ -197,7 +203,7 @@ class RemoteInvoker(Invoker):
             log.warning("%s failed on tensor task %s (%s); retrying: %s", what, task_id, fl.event["type"], error)
             fl.event = dict(fl.event, attempt=fl.attempts)
             fl.attempts += 1
-            self.pending.append(task_id)
+            self.pending.appendleft(task_id)  # ahead of new tasks: it is the oldest work
         self.server.wake()
 
     # --- relaunch of slow, hung or lost tasks, and autotuning -----------------------------------
@@ -218,7 +224,7 @@ class RemoteInvoker(Invoker):
                         fl.event = dict(fl.event, attempt=fl.attempts)
                         fl.attempts += 1
                         self.relaunched += 1
-                        self.pending.append(task_id)
+                        self.pending.appendleft(task_id)
                 if tick % TUNE_EVERY == 0:
                     waiting = sum(1 for t in self.pending if t in self.inflight and not self.inflight[t].done.is_set())
                     before = self.tuner.limit

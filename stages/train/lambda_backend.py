@@ -84,20 +84,25 @@ class LambdaInvoker(RemoteInvoker):
         self.function = settings["function"]
         self.client = lambda_client(settings, max_connections=2 * intervals)
         self.max_attempts, self.throttle_limit_s = max_attempts, throttle_limit_s
-        self.active = 0  # invocations in progress
+        self.attempts_running: dict[int, int] = {}  # task id -> its invocations in progress
         self.invocations = 0
         self.throttled = 0
         self.failed_invocations = 0
 
     def running(self) -> int:
-        return self.active
+        # tasks, not invocations: a straggler's relaunch takes no second slot, and a hung
+        # invocation whose task has its result (from another attempt) takes none at all
+        return sum(1 for t in self.attempts_running if t in self.inflight and not self.inflight[t].done.is_set())
+
+    def _attempting(self, task_id: int) -> bool:
+        return task_id in self.attempts_running
 
     def status(self) -> dict:
         return {**super().status(), "invocations": self.invocations, "throttled": self.throttled,
                 "failed_invocations": self.failed_invocations}
 
     def _launch(self, task_id, fl, send) -> None:
-        self.active += 1
+        self.attempts_running[task_id] = self.attempts_running.get(task_id, 0) + 1
         event = fl.event
         threading.Thread(target=self._invoke, args=(task_id, event), name=f"lambda-{task_id}", daemon=True).start()
 
@@ -106,8 +111,10 @@ class LambdaInvoker(RemoteInvoker):
             error = self._call(event)
         finally:
             with self.lock:
-                self.active -= 1
-            self.server.wake()  # a slot is free
+                self.attempts_running[task_id] -= 1
+                if not self.attempts_running[task_id]:
+                    del self.attempts_running[task_id]
+            self.server.wake()  # a slot may be free
         if error is not None and not self._stop.is_set():
             with self.lock:
                 self.failed_invocations += 1
