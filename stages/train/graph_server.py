@@ -327,8 +327,9 @@ class GraphServer:
             self.invoker.worker_ready(identity)
         elif msg.kind == P.FETCH:
             inputs = self.invoker.inputs(msg.a)
-            if inputs is not None:
-                send(identity, P.Message(P.REPLY, a=msg.a, arrays=inputs))
+            # a late copy of a finished task is told so, instead of waiting out its fetch timeout
+            reply = P.Message(P.REPLY, a=msg.a, arrays=inputs) if inputs is not None else P.Message(P.REPLY, a=msg.a, info={"gone": True})
+            send(identity, reply)
         elif msg.kind == P.RESULT:
             self.invoker.complete(msg.a, msg.info, msg.arrays)
             send(identity, P.Message(P.ACK, a=msg.a))

@@ -257,6 +257,8 @@ def handler(event: dict, context=None) -> dict:
     task_id = int(event["task_id"])
     gs = _server_socket(event["graph_server"])
     reply, nbytes = _exchange(gs, key, P.Message(P.FETCH, a=task_id, b=event.get("attempt", 0)), task_id, network)
+    if reply.info.get("gone"):  # another attempt already delivered this task's result
+        return {"task_id": task_id, "duration": 0.0, "bytes": nbytes, "gone": True}
     ps = PSClient(event["parameter_servers"], key, network=network)
     try:
         info, arrays = run_task(event, reply.arrays, ps)
