@@ -439,9 +439,6 @@ class GraphServer:
         versions = {}
         for l in range(L):
             if l > 0:
-                if sync and not self._wait(lambda: self.fwd_local[(l, epoch)] >= len(self.intervals)
-                                           and self.fwd_ghost[(l, epoch)] >= self.expect_fwd):
-                    raise _Stopped()
                 with self._task("GA", epoch), self.cpu_slot:
                     # into the buffer: a fresh 100 MB result costs page faults as much as the SpMM
                     torch.mm(iv.adj_in, torch.from_numpy(self.H[l]), out=torch.from_numpy(self.A[l][a:b]))
@@ -453,33 +450,15 @@ class GraphServer:
                 if self.narrow and l == L - 2:
                     versions[L - 1] = info["version_next"]
                     self.H_last[a:b] = arrays[0]
-                with self._task("SC", epoch):
-                    self.H[l + 1][a:b] = h
-                    sent = self._scatter(P.GHOST_FWD, iv, l + 1, epoch, lambda r: self.H[l + 1][r])
-                with self.cond:
-                    self.stats[epoch].bytes_ss += sent
-                    self.fwd_local[(l + 1, epoch)] += 1
-                    self.cond.notify_all()
+                self._scatter_step(P.GHOST_FWD, iv, l + 1, epoch, self.H[l + 1], h, sync)
             else:
                 info, (da, pred) = self._tensor("LOSS" if self.narrow else "FUSED", iv, l, epoch, version,
                                                 [self.A[l][a:b], gids, self.labels[a:b], self.split[a:b]])
-                with self.cond:
-                    st = self.stats[epoch]
-                    st.loss_sum += info["loss_sum"]
-                    st.correct = [x + y for x, y in zip(st.correct, info["correct"])]
-                    self.preds.setdefault(epoch, np.full(self.n, -1, np.int32))[a:b] = pred
+                self._record_loss(iv, epoch, info, pred)
                 if L > 1:
                     self.dA[l][a:b] = da
         for l in range(L - 1, 0, -1):
-            with self._task("SC_b", epoch):
-                sent = self._scatter(P.GHOST_BWD, iv, l, epoch, lambda r: self.dA[l][r])
-            with self.cond:
-                self.stats[epoch].bytes_ss += sent
-                self.bwd_local[(l, epoch)] += 1
-                self.cond.notify_all()
-            if sync and not self._wait(lambda: self.bwd_local[(l, epoch)] >= len(self.intervals)
-                                       and self.bwd_ghost[(l, epoch)] >= self.expect_bwd):
-                raise _Stopped()
+            self._scatter_step(P.GHOST_BWD, iv, l, epoch, self.dA[l], None, sync)
             with self._task("GA_b", epoch), self.cpu_slot:
                 dh = iv.grad_buffer(l, self.dA[l].shape[1])
                 torch.mm(iv.adj_out, torch.from_numpy(self.dA[l]), out=torch.from_numpy(dh))
@@ -491,6 +470,31 @@ class GraphServer:
             info, arrays = self._tensor("AV_b", iv, l - 1, epoch, versions[l - 1], inputs, versions.get(L - 1, -1))
             if l - 1 > 0:
                 self.dA[l - 1][a:b] = arrays[0]
+
+    def _scatter_step(self, kind: int, iv: VertexInterval, layer: int, epoch: int, buffer: np.ndarray, rows, sync: bool) -> None:
+        """SC (or SC_b): store the interval's ``rows`` of ``buffer`` (when given), send its
+        boundary rows to the peers, count it; in sync mode then the barrier: wait until every
+        local interval and every sending peer has scattered this layer of this epoch."""
+        fwd = kind == P.GHOST_FWD
+        local, ghost, expect = (self.fwd_local, self.fwd_ghost, self.expect_fwd) if fwd else (self.bwd_local, self.bwd_ghost, self.expect_bwd)
+        with self._task("SC" if fwd else "SC_b", epoch):
+            if rows is not None:
+                buffer[iv.a : iv.b] = rows
+            sent = self._scatter(kind, iv, layer, epoch, lambda r: buffer[r])
+        key = (layer, epoch)
+        with self.cond:
+            self.stats[epoch].bytes_ss += sent
+            local[key] += 1
+            self.cond.notify_all()
+        if sync and not self._wait(lambda: local[key] >= len(self.intervals) and ghost[key] >= expect):
+            raise _Stopped()
+
+    def _record_loss(self, iv: VertexInterval, epoch: int, info: dict, pred: np.ndarray) -> None:
+        with self.cond:
+            st = self.stats[epoch]
+            st.loss_sum += info["loss_sum"]
+            st.correct = [x + y for x, y in zip(st.correct, info["correct"])]
+            self.preds.setdefault(epoch, np.full(self.n, -1, np.int32))[iv.a : iv.b] = pred
 
     def _interval_done(self, epoch: int) -> None:
         with self.cond:
@@ -581,16 +585,7 @@ class GraphServer:
             x = self.X[a:b] if l == 0 else self.A[l - 1][a:b]
             info, (zs, s_dst) = self._tensor("AV", iv, l, epoch, version, [x, gids])
             versions[l] = info["version"]
-            with self._task("SC", epoch):
-                self.H[l][a:b] = zs
-                sent = self._scatter(P.GHOST_FWD, iv, l, epoch, lambda r: self.H[l][r])
-            with self.cond:
-                self.stats[epoch].bytes_ss += sent
-                self.fwd_local[(l, epoch)] += 1
-                self.cond.notify_all()
-            if sync and not self._wait(lambda: self.fwd_local[(l, epoch)] >= len(self.intervals)
-                                       and self.fwd_ghost[(l, epoch)] >= self.expect_fwd):
-                raise _Stopped()
+            self._scatter_step(P.GHOST_FWD, iv, l, epoch, self.H[l], zs, sync)
             zw = streams * h * d
             s_src_e = self.H[l][iv.indices, zw:]
             _, (alpha,) = self._tensor("AE", iv, l, epoch, -1, [iv.indptr, s_src_e, s_dst, iv.source_ids, gids])
@@ -601,11 +596,7 @@ class GraphServer:
                            np.ascontiguousarray(s_dst[:, :h]))
         info, (dout, pred) = self._tensor("LOSS", iv, L - 1, epoch, -1,
                                           [self.A[L - 1][a:b], gids, self.labels[a:b], self.split[a:b]])
-        with self.cond:
-            st = self.stats[epoch]
-            st.loss_sum += info["loss_sum"]
-            st.correct = [x + y for x, y in zip(st.correct, info["correct"])]
-            self.preds.setdefault(epoch, np.full(self.n, -1, np.int32))[a:b] = pred
+        self._record_loss(iv, epoch, info, pred)
         for l in range(L - 1, -1, -1):
             h, d, width = self.gat_layers[l]
             alpha, s_src_e, s_dst = iv.saved.pop(l)
