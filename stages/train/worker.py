@@ -52,6 +52,14 @@ def _t(x: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.asarray(x))
 
 
+def _weights(ps: PSClient, layer: int, version: int, stash: bool) -> tuple[int, list[torch.Tensor]]:
+    """A layer's weights from the parameter server: (version read, arrays); _Aborted when stopping."""
+    got = ps.get(layer, version, stash=stash)
+    if got is None:
+        raise _Aborted()
+    return got[0], [_t(x) for x in got[1]]
+
+
 def run_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[dict, list[np.ndarray]]:
     """Compute one tensor task; returns (info, result arrays). Pushes weight gradients.
 
@@ -80,10 +88,8 @@ def run_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[dict,
     info: dict = {}
 
     def weights(l: int, version: int, stash: bool):
-        got = ps.get(l, version, stash=stash)
-        if got is None:
-            raise _Aborted()
-        return got[0], _t(got[1][0])
+        version, (w,) = _weights(ps, l, version, stash)
+        return version, w
 
     try:
         if kind == "AV":
@@ -163,10 +169,7 @@ def _run_gat_task(event: dict, inputs: list[np.ndarray], ps: PSClient) -> tuple[
     p, act, slope, seed = m["dropout"], m["activation"], m["negative_slope"], m["seed"]
 
     def weights(version: int, stash: bool):
-        got = ps.get(layer, version, stash=stash)
-        if got is None:
-            raise _Aborted()
-        return got[0], [_t(x) for x in got[1]]
+        return _weights(ps, layer, version, stash)
 
     def attention_mask(indptr, src_ids, ids):
         dst_ids = np.asarray(ids)[kernels._rows_of_edges(indptr).numpy()]
